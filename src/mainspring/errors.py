@@ -1,0 +1,95 @@
+"""Errors and hook result values shared by the kernel and plugins."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "AgentBusyError",
+    "Block",
+    "CompactionResult",
+    "HookError",
+    "PluginLoadError",
+    "StopRun",
+]
+
+
+class AgentBusyError(RuntimeError):
+    """A run is active: ``prompt()``, ``resume()`` and ``reset()`` must wait for idle."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__(
+            f"cannot {action}() while a run is active: use agent.steer() to redirect the "
+            "current run, agent.follow_up() to queue the next request, or await "
+            "agent.wait_for_idle() first"
+        )
+
+
+class PluginLoadError(RuntimeError):
+    """A plugin could not be loaded or registered; the agent refuses to start.
+
+    ``plugin`` is the plugin's name (the entry point name for installed plugins);
+    ``distribution`` and ``version`` are set for installed plugins.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        plugin: str | None = None,
+        distribution: str | None = None,
+        version: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.distribution = distribution
+        self.version = version
+
+
+class HookError(Exception):
+    """Hook implementation ``plugin`` of ``hook`` raised (or broke an invariant).
+
+    The original exception is ``__cause__``; the kernel decides what the failure means
+    (see the failure column of the hook table).
+    """
+
+    def __init__(self, hook: str, plugin: str, cause: BaseException | str) -> None:
+        self.hook = hook
+        self.plugin = plugin
+        self.cause_text = cause if isinstance(cause, str) else _describe(cause)
+        super().__init__(f"{hook} implementation of plugin {plugin!r} failed: {self.cause_text}")
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+class StopRun(Exception):  # noqa: N818 - a deliberate signal, not an error
+    """Raised by a run-time hook to end the run deliberately.
+
+    The run ends with ``agent_end.reason="stopped_by_hook"`` and ``detail=reason``;
+    queues are kept.
+    """
+
+    def __init__(self, reason: str = "stopped by a plugin") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Returned by ``before_tool_call`` to refuse a call; ``reason`` reaches the model."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """Returned by ``compact``: ``messages`` becomes the transcript."""
+
+    messages: Sequence[Any]
+    summary: str | None = None
+    details: Any = field(default=None)

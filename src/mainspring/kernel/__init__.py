@@ -1,0 +1,1 @@
+"""The engine: the run loop, state, events, tool executor, stream assembly, hook relay."""

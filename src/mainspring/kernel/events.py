@@ -1,0 +1,258 @@
+"""Lifecycle events: frozen values with a ``type``, a gapless ``seq``, ``run_id`` and ``turn``.
+
+The kernel assigns ``seq`` (strictly increasing per agent, across runs, no gaps),
+``run_id`` (one per ``prompt()``/``resume()``) and ``turn`` (the turn's 0-based index
+within the run, ``None`` outside a turn). The ordering rules are checked by
+:func:`mainspring.testing.check_event_grammar`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, TypeAlias
+
+from pydantic import BaseModel
+
+from ..messages import AssistantMessage, ToolResultMessage
+from ..tools import ToolResult
+
+__all__ = [
+    "AgentEnd",
+    "AgentEndReason",
+    "AgentStart",
+    "CompactionEnd",
+    "CompactionStart",
+    "Event",
+    "HookErrorEvent",
+    "MessageEnd",
+    "MessageStart",
+    "MessageUpdate",
+    "Phase",
+    "PhaseChange",
+    "Retry",
+    "ToolDecision",
+    "ToolExecutionEnd",
+    "ToolExecutionStart",
+    "ToolExecutionUpdate",
+    "TurnEnd",
+    "TurnStart",
+    "event_to_dict",
+    "event_to_json",
+]
+
+Phase: TypeAlias = Literal["idle", "turn", "compaction", "retry"]
+AgentEndReason: TypeAlias = Literal["stop", "error", "aborted", "stopped_by_hook"]
+
+_frozen = dataclass(frozen=True, slots=True, kw_only=True)
+
+
+@_frozen
+class _Event:
+    type: ClassVar[str]
+    seq: int
+    run_id: str
+    turn: int | None = None
+
+
+@_frozen
+class AgentStart(_Event):
+    """First event of every run."""
+
+    type: ClassVar[str] = "agent_start"
+
+
+@_frozen
+class AgentEnd(_Event):
+    """Last event of every run: the run's new ``messages``, why it ended, and the detail."""
+
+    type: ClassVar[str] = "agent_end"
+    messages: tuple[Any, ...]
+    reason: AgentEndReason
+    detail: str | None = None
+
+
+@_frozen
+class TurnStart(_Event):
+    """A turn begins: inputs, one model request, its tool batch."""
+
+    type: ClassVar[str] = "turn_start"
+
+
+@_frozen
+class TurnEnd(_Event):
+    """A turn ends: its assistant ``message`` (``None`` if it had none) and its results."""
+
+    type: ClassVar[str] = "turn_end"
+    message: AssistantMessage | None
+    tool_results: tuple[ToolResultMessage, ...] = ()
+
+
+@_frozen
+class MessageStart(_Event):
+    """A message enters the transcript (assistant messages begin streaming)."""
+
+    type: ClassVar[str] = "message_start"
+    message: Any
+
+
+@_frozen
+class MessageUpdate(_Event):
+    """An assistant message grew by ``delta``; ``message`` is the partial message."""
+
+    type: ClassVar[str] = "message_update"
+    message: AssistantMessage
+    delta: Any
+
+
+@_frozen
+class MessageEnd(_Event):
+    """A message is complete and is now part of the transcript."""
+
+    type: ClassVar[str] = "message_end"
+    message: Any
+
+
+@_frozen
+class ToolExecutionStart(_Event):
+    """A tool call begins preparation; ``args`` are the model's raw arguments."""
+
+    type: ClassVar[str] = "tool_execution_start"
+    tool_call_id: str
+    tool_name: str
+    args: Any
+
+
+@_frozen
+class ToolExecutionUpdate(_Event):
+    """A running tool reported progress through ``ctx.update``."""
+
+    type: ClassVar[str] = "tool_execution_update"
+    tool_call_id: str
+    tool_name: str
+    partial_result: Any
+
+
+@_frozen
+class ToolExecutionEnd(_Event):
+    """A tool call finished (or failed preparation); ``result`` is final."""
+
+    type: ClassVar[str] = "tool_execution_end"
+    tool_call_id: str
+    tool_name: str
+    result: ToolResult
+    is_error: bool
+
+
+@_frozen
+class PhaseChange(_Event):
+    """The phase machine moved from ``previous`` to ``phase``."""
+
+    type: ClassVar[str] = "phase_change"
+    previous: Phase
+    phase: Phase
+
+
+@_frozen
+class CompactionStart(_Event):
+    """Compaction begins; ``reason`` is ``threshold`` or ``overflow``."""
+
+    type: ClassVar[str] = "compaction_start"
+    reason: str
+    tokens_before: int
+
+
+@_frozen
+class CompactionEnd(_Event):
+    """Compaction ended; ``error`` is set when it failed and nothing was replaced."""
+
+    type: ClassVar[str] = "compaction_end"
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    error: str | None = None
+
+
+@_frozen
+class Retry(_Event):
+    """A retryable provider failure; the next attempt starts after ``delay_s``."""
+
+    type: ClassVar[str] = "retry"
+    attempt: int
+    max_attempts: int
+    delay_s: float
+    error: str
+
+
+@_frozen
+class HookErrorEvent(_Event):
+    """A plugin's hook implementation failed; ``outcome`` says what the kernel did."""
+
+    type: ClassVar[str] = "hook_error"
+    hook: str
+    plugin: str
+    error: str
+    outcome: str
+
+
+@_frozen
+class ToolDecision(_Event):
+    """The audit record of a gate decision on one tool call."""
+
+    type: ClassVar[str] = "tool_decision"
+    tool_call_id: str
+    tool_name: str
+    decision: Literal["allow", "block"]
+    plugin: str | None
+    reason: str | None = None
+
+
+Event: TypeAlias = (
+    AgentStart
+    | AgentEnd
+    | TurnStart
+    | TurnEnd
+    | MessageStart
+    | MessageUpdate
+    | MessageEnd
+    | ToolExecutionStart
+    | ToolExecutionUpdate
+    | ToolExecutionEnd
+    | PhaseChange
+    | CompactionStart
+    | CompactionEnd
+    | Retry
+    | HookErrorEvent
+    | ToolDecision
+)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        data = {"type": getattr(value, "type", type(value).__name__)}
+        for item in dataclasses.fields(value):
+            data[item.name] = _plain(getattr(value, item.name))
+        return data
+    if isinstance(value, tuple | list):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return repr(value)
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """A JSON-ready dict of ``event``: ``type`` first, then its fields."""
+    data: dict[str, Any] = {"type": event.type}
+    for item in dataclasses.fields(event):
+        data[item.name] = _plain(getattr(event, item.name))
+    return data
+
+
+def event_to_json(event: Event) -> str:
+    """``event`` as one line of JSON (no newline), for logs and replays."""
+    return json.dumps(event_to_dict(event), ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,208 @@
+"""Tools: what the model may call, and what a call gives back.
+
+A :class:`Tool` pairs a JSON-Schema description (from a pydantic model or a plain schema
+dict) with an ``execute(args, ctx)`` coroutine (or plain function, run in a worker
+thread). The kernel validates the model's arguments before a tool runs; a tool never sees
+arguments that failed validation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from .kernel.signal import AbortSignal
+from .messages import ImageContent, TextContent
+from .providers.base import ToolSpec
+
+__all__ = [
+    "Tool",
+    "ToolArgumentsError",
+    "ToolContext",
+    "ToolExecute",
+    "ToolResult",
+]
+
+
+class ToolResult(BaseModel):
+    """What a tool returns: content for the model, ``details`` for programs.
+
+    ``content`` may be given as a string; it is stored as a tuple of content blocks.
+    ``is_error`` tells the model the call failed.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    content: tuple[TextContent | ImageContent, ...] = ()
+    details: Any = None
+    is_error: bool = False
+
+    def __init__(
+        self,
+        content: str | Sequence[TextContent | ImageContent] = (),
+        details: Any = None,
+        is_error: bool = False,
+    ) -> None:
+        super().__init__(content=content, details=details, is_error=is_error)
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _coerce_content(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return (TextContent(text=value),)
+        if isinstance(value, TextContent | ImageContent):
+            return (value,)
+        return tuple(value)
+
+    @classmethod
+    def error(cls, message: str, details: Any = None) -> ToolResult:
+        """An error result whose text is ``message``."""
+        return cls(message, details=details, is_error=True)
+
+    @property
+    def text(self) -> str:
+        """The concatenated text blocks."""
+        return "".join(block.text for block in self.content if isinstance(block, TextContent))
+
+
+@runtime_checkable
+class ToolContext(Protocol):
+    """What a running tool gets besides its arguments.
+
+    - ``tool_call_id``: the id of the call being executed.
+    - ``signal``: the run's :class:`AbortSignal`; long tools should watch it.
+    - ``update(partial)``: report progress; synchronous, delivered as a
+      ``tool_execution_update`` before the call's end; after the tool has finished it
+      does nothing and never raises.
+    - ``file_lock(path)``: an async context manager serialising every tool call of the
+      agent that touches the same real path.
+    """
+
+    @property
+    def tool_call_id(self) -> str: ...
+
+    @property
+    def signal(self) -> AbortSignal: ...
+
+    def update(self, partial: Any) -> None: ...
+
+    def file_lock(self, path: str) -> AbstractAsyncContextManager[None]: ...
+
+
+ToolExecute: TypeAlias = Callable[[Any, ToolContext], "Awaitable[Any] | Any"]
+
+
+class ToolArgumentsError(ValueError):
+    """The model's arguments do not fit the tool's parameters."""
+
+    def __init__(self, tool: str, problems: Sequence[str], received: Any) -> None:
+        self.tool = tool
+        self.problems = tuple(problems)
+        self.received = received
+        listing = "\n".join(f"  - {problem}" for problem in self.problems)
+        super().__init__(
+            f'Invalid arguments for tool "{tool}":\n{listing}\nReceived arguments: {received!r}'
+        )
+
+
+def _pydantic_problems(error: ValidationError) -> list[str]:
+    problems = []
+    for item in error.errors(include_url=False):
+        location = ".".join(str(part) for part in item["loc"]) or "(arguments)"
+        problems.append(f"{location}: {item['msg']}")
+    return problems
+
+
+class Tool:
+    """A callable the model may invoke.
+
+    ``parameters`` is a pydantic model class (arguments are validated into an instance of
+    it, with pydantic's lax coercion) or a JSON-Schema dict (arguments are validated
+    against it and passed on as a dict). ``sequential=True`` makes every batch this tool
+    appears in run one call at a time. ``timeout_s`` bounds one execution; ``label`` is a
+    human-friendly name for terminals.
+    """
+
+    __slots__ = (
+        "_is_async",
+        "_schema",
+        "description",
+        "execute",
+        "label",
+        "name",
+        "parameters",
+        "sequential",
+        "timeout_s",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        parameters: type[BaseModel] | dict[str, Any],
+        execute: ToolExecute,
+        sequential: bool = False,
+        timeout_s: float | None = None,
+        label: str | None = None,
+    ) -> None:
+        if not name or not isinstance(name, str):
+            raise ValueError("a tool needs a non-empty string name")
+        if not callable(execute):
+            raise TypeError(f'tool "{name}": execute must be callable')
+        if timeout_s is not None and timeout_s <= 0:
+            raise ValueError(f'tool "{name}": timeout_s must be positive, got {timeout_s}')
+        if isinstance(parameters, dict):
+            self._schema: dict[str, Any] = parameters
+        elif isinstance(parameters, type) and issubclass(parameters, BaseModel):
+            self._schema = parameters.model_json_schema()
+        else:
+            raise TypeError(
+                f'tool "{name}": parameters must be a pydantic model class or a JSON-Schema '
+                f"dict, got {parameters!r}"
+            )
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.execute = execute
+        self.sequential = sequential
+        self.timeout_s = timeout_s
+        self.label = label
+        self._is_async = inspect.iscoroutinefunction(execute) or inspect.iscoroutinefunction(
+            getattr(execute, "__call__", None)  # noqa: B004
+        )
+
+    @property
+    def spec(self) -> ToolSpec:
+        """The description sent to the model."""
+        return ToolSpec(name=self.name, description=self.description, parameters=self._schema)
+
+    def validate(self, arguments: dict[str, Any]) -> Any:
+        """Validate the model's ``arguments``; raise :class:`ToolArgumentsError` if unfit."""
+        if isinstance(self.parameters, dict):
+            from .json_schema import schema_problems
+
+            problems = schema_problems(self.parameters, arguments)
+            if problems:
+                raise ToolArgumentsError(self.name, problems, arguments)
+            return arguments
+        try:
+            return self.parameters.model_validate(arguments)
+        except ValidationError as error:
+            raise ToolArgumentsError(self.name, _pydantic_problems(error), arguments) from None
+
+    async def run(self, args: Any, ctx: ToolContext) -> Any:
+        """Call ``execute``: awaited if async, else in a worker thread."""
+        if self._is_async:
+            return await self.execute(args, ctx)  # type: ignore[misc]
+        result = await asyncio.to_thread(self.execute, args, ctx)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r}, sequential={self.sequential}, timeout_s={self.timeout_s})"
