@@ -5,9 +5,13 @@ The public surface for plugin authors and embedders. Everything not listed in
 """
 
 from .errors import AgentBusyError, Block, CompactionResult, HookError, PluginLoadError, StopRun
+from .hookspecs import hookimpl
+from .kernel.agent import Agent
 from .kernel.signal import AbortSignal
+from .kernel.state import AgentState
 from .messages import (
     AssistantMessage,
+    CompactionSummary,
     ImageContent,
     Message,
     TextContent,
@@ -19,16 +23,20 @@ from .messages import (
 )
 from .providers.base import Model, ModelRequest, Provider, ProviderError, ToolSpec
 from .settings import Settings
-from .tools import Tool, ToolContext, ToolResult
+from .tool_decorator import tool
+from .tools import Tool, ToolArgumentsError, ToolContext, ToolResult
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AbortSignal",
+    "Agent",
     "AgentBusyError",
+    "AgentState",
     "AssistantMessage",
     "Block",
     "CompactionResult",
+    "CompactionSummary",
     "HookError",
     "ImageContent",
     "Message",
@@ -42,6 +50,7 @@ __all__ = [
     "TextContent",
     "ThinkingContent",
     "Tool",
+    "ToolArgumentsError",
     "ToolCall",
     "ToolContext",
     "ToolResult",
@@ -50,4 +59,6 @@ __all__ = [
     "Usage",
     "UserMessage",
     "__version__",
+    "hookimpl",
+    "tool",
 ]

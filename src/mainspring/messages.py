@@ -18,6 +18,7 @@ __all__ = [
     "LLM_ROLES",
     "AssistantContent",
     "AssistantMessage",
+    "CompactionSummary",
     "ImageContent",
     "LLMMessage",
     "Message",
@@ -161,6 +162,21 @@ LLMMessage: TypeAlias = Annotated[
 
 Message: TypeAlias = BaseModel
 """Any transcript entry: an :data:`LLMMessage` or a custom frozen model with a ``role``."""
+
+class CompactionSummary(_Frozen):
+    """Stands for the messages a compaction removed; rendered to the model as text.
+
+    ``summary`` is what the model is told about the removed part; ``removed`` counts the
+    messages it replaces (across repeated compactions).
+    """
+
+    role: Literal["compaction"] = "compaction"
+    summary: str
+    removed: int = 0
+    tokens_before: int = 0
+    details: Any = None
+    timestamp: float = Field(default_factory=_now)
+
 
 LLM_ROLES: frozenset[str] = frozenset({"user", "assistant", "tool_result"})
 

@@ -1,0 +1,275 @@
+"""Every hook a mainspring plugin can implement: the plugin author's reference.
+
+Implement a hook with a function (or method) of the same name decorated with
+:data:`mainspring.hookimpl`; accept only the parameters you need. Run-time hooks are
+declared ``async def`` here; implementations may be plain ``def`` or ``async def``, and the
+kernel awaits what they return. Implementations are called in pluggy's order: the most
+recently registered first, ``tryfirst``/``trylast`` honoured. pluggy hook wrappers are
+rejected on run-time hooks.
+
+Each docstring says *when* the hook is called, its parameters, what it returns and how the
+results of several plugins combine, and what the kernel does if an implementation raises.
+Any run-time hook may raise :class:`mainspring.StopRun` to end the run deliberately.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .errors import Block, CompactionResult
+    from .kernel.agent import Agent
+    from .kernel.events import Event
+    from .kernel.signal import AbortSignal
+    from .kernel.state import AgentState
+    from .messages import ToolCall
+    from .providers.base import Model, Provider
+    from .tools import Tool, ToolResult
+
+__all__ = ["ASYNC_HOOKS", "PROJECT", "SYNC_HOOKS", "hookimpl", "hookspec"]
+
+PROJECT = "mainspring"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+"""Marks a plugin function as a hook implementation (``tryfirst``/``trylast`` accepted)."""
+
+
+# -- context -----------------------------------------------------------------------------
+
+
+@hookspec
+async def transform_context(
+    messages: tuple[Any, ...], agent: Agent, signal: AbortSignal
+) -> Sequence[Any] | None:
+    """Project the transcript before a model request (pruning, injection, redaction).
+
+    **When:** before every model request, on the messages that are about to be sent. The
+    transcript itself is never changed: the result is a projection for this request only.
+
+    **Parameters:**
+    - ``messages``: the transcript (or the previous implementation's output), a tuple.
+    - ``agent``: the :class:`~mainspring.Agent`; read ``agent.state``, ``agent.settings``.
+    - ``signal``: the run's :class:`~mainspring.AbortSignal`.
+
+    **Returns:** a sequence of messages, or ``None`` for "unchanged". Results chain: each
+    implementation receives the previous one's output.
+
+    **If it raises:** fail soft. The implementation is skipped (its input passes on
+    unchanged), a ``hook_error`` event names the plugin, and the run goes on. An output
+    that breaks the transcript invariants (a tool result without its call, a call without
+    exactly one result, an unknown role) is treated the same way.
+    """
+
+
+@hookspec
+async def convert_to_llm(messages: tuple[Any, ...], agent: Agent) -> Sequence[Any] | None:
+    """Map the projected transcript to the messages a provider understands.
+
+    **When:** after ``transform_context``, before every model request.
+
+    **Parameters:**
+    - ``messages``: the projected messages (or the previous implementation's output).
+    - ``agent``: the :class:`~mainspring.Agent`.
+
+    **Returns:** a sequence of messages or ``None`` for "unchanged"; results chain. A
+    built-in ``trylast`` implementation runs last and drops every message whose role is
+    not ``user``, ``assistant`` or ``tool_result``, and assistant messages that ended in
+    ``error`` or ``aborted``; so a plugin that renders a custom message must run before it
+    (the default order does that).
+
+    **If it raises:** fail soft, as for ``transform_context``: skipped, ``hook_error``,
+    the run goes on. A broken invariant is treated the same way.
+    """
+
+
+@hookspec
+def count_tokens(messages: tuple[Any, ...], model: Model) -> int | None:
+    """Count the tokens of a request, to decide on compaction.
+
+    **When:** before each model request, on the messages about to be sent (after
+    ``transform_context`` and ``convert_to_llm``). This hook is synchronous.
+
+    **Parameters:**
+    - ``messages``: the LLM messages of the request.
+    - ``model``: the :class:`~mainspring.Model` the request goes to.
+
+    **Returns:** an ``int`` or ``None`` to pass. The first non-``None`` result wins; a
+    built-in ``trylast`` estimate (characters / 4, a fixed cost per image, or the last
+    reported usage) answers when no plugin does.
+
+    **If it raises:** a ``hook_error`` is emitted and the built-in estimate is used.
+    """
+
+
+@hookspec(firstresult=True)
+async def compact(
+    messages: tuple[Any, ...], model: Model, reason: str, agent: Agent, signal: AbortSignal
+) -> CompactionResult | None:
+    """Shrink the transcript when it no longer fits the context window.
+
+    **When:** in the ``compaction`` phase, before a model request whose estimated size is
+    above ``context_window - reserve_tokens`` (``reason="threshold"``), or after the
+    provider reported a context overflow (``reason="overflow"``). At most once per request.
+
+    **Parameters:**
+    - ``messages``: the whole transcript, a tuple.
+    - ``model``: the :class:`~mainspring.Model` of the run.
+    - ``reason``: ``"threshold"`` or ``"overflow"``.
+    - ``agent``, ``signal``: the agent and the run's abort signal.
+
+    **Returns:** a :class:`~mainspring.CompactionResult` whose ``messages`` become the
+    transcript (a summary plus the kept tail; a tool call and its result are never split),
+    or ``None`` to pass. The first non-``None`` result wins; later implementations are not
+    called. A built-in ``trylast`` fallback drops the oldest whole turns.
+
+    **If it raises:** ``hook_error`` and ``compaction_end`` with ``error``; the run
+    continues with the transcript uncompacted. A result that breaks the transcript
+    invariants is treated the same way.
+    """
+
+
+# -- tools -------------------------------------------------------------------------------
+
+
+@hookspec
+async def before_tool_call(
+    call: ToolCall, args: Any, tool: Tool, agent: Agent, signal: AbortSignal
+) -> Block | None:
+    """Gate a tool call: allow it, or refuse it with a reason the model will see.
+
+    **When:** for each tool call of a turn, serially in call order, after the tool was
+    found and its arguments validated, before any call of the batch executes.
+
+    **Parameters:**
+    - ``call``: the :class:`~mainspring.ToolCall` as the model made it.
+    - ``args``: the validated arguments that will run (a pydantic model instance, or a
+      dict for a JSON-Schema tool). Do not mutate them.
+    - ``tool``: the :class:`~mainspring.Tool` that will run.
+    - ``agent``, ``signal``: the agent and the run's abort signal.
+
+    **Returns:** :class:`~mainspring.Block` to refuse, ``None`` to allow. The first
+    ``Block`` wins and later implementations are not called. Every decision is recorded
+    as a ``tool_decision`` event.
+
+    **If it raises:** fail closed. The call is blocked with an error result naming the
+    plugin, and a ``hook_error`` event is emitted.
+    """
+
+
+@hookspec
+async def after_tool_result(
+    call: ToolCall, result: ToolResult, agent: Agent, signal: AbortSignal
+) -> ToolResult | None:
+    """Inspect or replace a tool's result before the model sees it (redaction, audit).
+
+    **When:** for each executed call, as it completes, also when the tool raised or timed
+    out; not for calls that failed preparation or were blocked.
+
+    **Parameters:**
+    - ``call``: the :class:`~mainspring.ToolCall`.
+    - ``result``: the :class:`~mainspring.ToolResult` (or the previous implementation's
+      replacement).
+    - ``agent``, ``signal``: the agent and the run's abort signal.
+
+    **Returns:** a replacement :class:`~mainspring.ToolResult`, or ``None`` to keep it.
+    Results chain: each implementation sees the previous one's output.
+
+    **If it raises:** fail closed. The result becomes an error result naming the plugin
+    (a failed redactor must not leak), and a ``hook_error`` event is emitted.
+    """
+
+
+@hookspec
+def register_tools(agent: Agent) -> Sequence[Tool] | None:
+    """Contribute tools to an agent.
+
+    **When:** once per agent, in the constructor, after all plugins are registered.
+    This hook is synchronous.
+
+    **Parameters:**
+    - ``agent``: the :class:`~mainspring.Agent` being built (``agent.settings`` is ready).
+
+    **Returns:** a sequence of :class:`~mainspring.Tool` (or ``None``). All results are
+    collected; two tools with one name are an error naming both plugins.
+
+    **If it raises:** :class:`~mainspring.PluginLoadError`: the agent does not start.
+    """
+
+
+@hookspec
+def register_providers() -> Sequence[Provider] | None:
+    """Contribute model providers, so ``"name:model-id"`` strings resolve to them.
+
+    **When:** once per agent, in the constructor. This hook is synchronous.
+
+    **Parameters:** none.
+
+    **Returns:** a sequence of :class:`~mainspring.Provider` (or ``None``). All results are
+    collected; a later plugin's provider replaces an earlier one of the same name.
+
+    **If it raises:** :class:`~mainspring.PluginLoadError`: the agent does not start.
+    """
+
+
+# -- run control and observation ---------------------------------------------------------
+
+
+@hookspec
+async def should_stop_after_turn(state: AgentState, agent: Agent, signal: AbortSignal) -> bool:
+    """Decide whether the run ends after the turn that just completed.
+
+    **When:** after each completed turn (after ``turn_end``), before tool-call follow-on,
+    steering or follow-up turns.
+
+    **Parameters:**
+    - ``state``: the :class:`~mainspring.AgentState` after the turn.
+    - ``agent``, ``signal``: the agent and the run's abort signal.
+
+    **Returns:** ``True`` to stop. Any ``True`` stops the run with
+    ``agent_end.reason="stopped_by_hook"`` (later implementations are not called); queues
+    are kept. Raise :class:`~mainspring.StopRun` to give a reason.
+
+    **If it raises:** the run fails: an assistant message with ``stop_reason="error"``
+    naming the plugin ends it.
+    """
+    raise NotImplementedError
+
+
+@hookspec
+async def on_event(event: Event, agent: Agent, signal: AbortSignal) -> None:
+    """Observe every lifecycle event (logging, metrics, persistence).
+
+    **When:** for every event, right after the agent's subscribers, one event at a time,
+    in the run's total order. The kernel awaits the implementation before going on.
+
+    **Parameters:**
+    - ``event``: the frozen event.
+    - ``agent``, ``signal``: the agent and the run's abort signal.
+
+    **Returns:** nothing; every implementation is called, in order, and awaited.
+
+    **If it raises:** the run fails, as for a raising subscriber (an assistant message
+    with ``stop_reason="error"`` naming the plugin), except while the run is already
+    ending, where the error is logged.
+    """
+
+
+SYNC_HOOKS: frozenset[str] = frozenset({"count_tokens", "register_tools", "register_providers"})
+"""Hooks whose implementations must be plain functions."""
+
+ASYNC_HOOKS: frozenset[str] = frozenset(
+    {
+        "transform_context",
+        "convert_to_llm",
+        "compact",
+        "before_tool_call",
+        "after_tool_result",
+        "should_stop_after_turn",
+        "on_event",
+    }
+)
+"""Run-time hooks: implementations may be sync or async; wrappers are rejected."""

@@ -1,0 +1,368 @@
+"""The public :class:`Agent`: configure once, then prompt, steer, abort, observe."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+from ..errors import AgentBusyError, HookError, PluginLoadError
+from ..messages import AssistantMessage, ToolResultMessage, UserMessage
+from ..providers.base import DEFAULT_CONTEXT_WINDOW, Model, Provider, ThinkingLevel
+from ..settings import Settings
+from ..tools import Tool
+from .hooks import Hooks
+from .loop import execute_run
+from .plugins import PluginSet, load_plugins
+from .relay import HookRelay
+from .run import Run
+from .signal import AbortSignal
+from .state import AgentState, Core
+from .tools import FileLocks
+
+__all__ = ["Agent", "Listener"]
+
+Listener = Callable[[Any, AbortSignal], "Awaitable[None] | None"]
+"""``listener(event, signal)``; an awaitable result is awaited before the run goes on."""
+
+DEFAULT_MODEL = "local:smollm2-135m"
+
+
+def _as_messages(value: str | Any | Sequence[Any]) -> list[Any]:
+    if isinstance(value, str):
+        return [UserMessage(content=value)]
+    if isinstance(value, Sequence):
+        messages = list(value)
+    else:
+        messages = [value]
+    for message in messages:
+        if not isinstance(getattr(message, "role", None), str):
+            raise TypeError(f"not a message: {message!r} (expected a str or message objects)")
+    if not messages:
+        raise ValueError("prompt() needs a non-empty prompt")
+    return messages
+
+
+class Agent:
+    """An agent: a transcript, tools, a model, plugins, and the run loop over them.
+
+    The constructor loads plugins, collects tools and resolves the model; configuration
+    errors (a plugin that fails to load, two tools with one name, an unknown provider)
+    raise here, before any run. An agent is not bound to an event loop: it can be built
+    outside one and used from successive ``asyncio.run()`` calls.
+    """
+
+    def __init__(
+        self,
+        model: str | Model | None = None,
+        provider: Provider | None = None,
+        system_prompt: str = "",
+        tools: Iterable[Tool] = (),
+        messages: Iterable[Any] = (),
+        plugins: Sequence[Any] = (),
+        autoload: bool = True,
+        disable_plugins: Iterable[str] = (),
+        settings: Settings | None = None,
+        thinking_level: ThinkingLevel = "off",
+    ) -> None:
+        self.settings = settings or Settings()
+        self._plugin_set: PluginSet = load_plugins(
+            plugins=plugins, autoload=autoload, disable_plugins=disable_plugins
+        )
+        self._hooks = Hooks(HookRelay(self._plugin_set.pm))
+        self._providers = self._collect_providers(provider)
+        self._provider_override = provider
+        tool_map = self._collect_tools(tools)
+        self._core = Core(
+            messages=list(messages),
+            tools=tool_map,
+            system_prompt=system_prompt,
+            model=self._resolve_model(model),
+            thinking_level=thinking_level,
+            file_locks=FileLocks(),
+        )
+        self._run: Run | None = None
+
+    # -- construction -------------------------------------------------------------------
+
+    def _collect_providers(self, override: Provider | None) -> dict[str, Provider]:
+        try:
+            registered = self._hooks.register_providers()
+        except HookError as error:
+            raise PluginLoadError(str(error), plugin=error.plugin) from error
+        providers = {provider.name: provider for _, provider in registered}
+        if override is not None:
+            providers[override.name] = override
+        return providers
+
+    def _collect_tools(self, tools: Iterable[Tool]) -> dict[str, Tool]:
+        owners: dict[str, str] = {}
+        found: dict[str, Tool] = {}
+        try:
+            contributed = self._hooks.register_tools(self)
+        except HookError as error:
+            raise PluginLoadError(str(error), plugin=error.plugin) from error
+        for owner, tool in [*contributed, *(("tools=", tool) for tool in tools)]:
+            if not isinstance(tool, Tool):
+                raise TypeError(f"tools= takes Tool objects, got {tool!r}")
+            if tool.name in found:
+                raise PluginLoadError(
+                    f'two tools are named "{tool.name}": one from {owners[tool.name]!r} and '
+                    f"one from {owner!r}; disable one of the plugins or rename a tool",
+                    plugin=owner,
+                )
+            owners[tool.name] = owner
+            found[tool.name] = tool
+            info = self._plugin_set.info(owner)
+            if info is not None:
+                info.tools.append(tool.name)
+        self._tool_owners = owners
+        return found
+
+    def _resolve_model(self, model: str | Model | None) -> Model:
+        if isinstance(model, Model):
+            return model
+        override = self._provider_override
+        if model is None:
+            if override is not None:
+                catalogue = getattr(override, "models", None) or {}
+                first = next(iter(catalogue.values()), None)
+                return first if isinstance(first, Model) else Model(provider=override.name, id="default")
+            model = DEFAULT_MODEL
+        provider_name, sep, model_id = model.partition(":")
+        if not sep or not provider_name or not model_id:
+            raise ValueError(f'model must look like "provider:model-id", got {model!r}')
+        if override is not None:
+            provider = override
+        else:
+            found = self._providers.get(provider_name)
+            if found is None:
+                known = ", ".join(sorted(self._providers)) or "none"
+                raise ValueError(
+                    f'unknown provider "{provider_name}" in model {model!r}; registered '
+                    f"providers: {known}"
+                )
+            provider = found
+        catalogue = getattr(provider, "models", None) or {}
+        entry = catalogue.get(model_id)
+        if isinstance(entry, Model):
+            return entry
+        return Model(provider=provider.name, id=model_id, context_window=DEFAULT_CONTEXT_WINDOW)
+
+    def _provider_for(self, model: Model) -> Provider:
+        if self._provider_override is not None:
+            return self._provider_override
+        provider = self._providers.get(model.provider)
+        if provider is None:
+            raise ValueError(f'no provider named "{model.provider}" is registered')
+        return provider
+
+    # -- observation --------------------------------------------------------------------
+
+    @property
+    def state(self) -> AgentState:
+        """An immutable snapshot of the agent's state."""
+        return self._core.snapshot()
+
+    @property
+    def plugins(self) -> PluginSet:
+        """The loaded plugins, in load order (for introspection)."""
+        return self._plugin_set
+
+    @property
+    def tool_owners(self) -> dict[str, str]:
+        """Which plugin (or ``tools=``) contributed each tool."""
+        return dict(self._tool_owners)
+
+    @property
+    def providers(self) -> dict[str, Provider]:
+        """The registered providers by name."""
+        return dict(self._providers)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event, signal)`` for every event; returns an unsubscribe function.
+
+        Listeners are called in subscription order, one event at a time; an awaitable
+        result is awaited before the run goes on. A listener that raises fails the run.
+        """
+        if not callable(listener):
+            raise TypeError(f"listener must be callable, got {listener!r}")
+        self._core.listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._core.listeners:
+                self._core.listeners.remove(listener)
+
+        return unsubscribe
+
+    # -- runs ---------------------------------------------------------------------------
+
+    async def prompt(self, prompt: str | Any | Sequence[Any]) -> None:
+        """Start a run with ``prompt`` and return once it has settled (idle, logged).
+
+        ``prompt`` is a string, a message, or a list of messages. Raises
+        :class:`AgentBusyError` while a run is active.
+        """
+        if self._core.is_streaming:
+            raise AgentBusyError("prompt")
+        await self._start(_as_messages(prompt))
+
+    async def resume(self) -> None:
+        """Run again from the current transcript.
+
+        A user or tool-result tail is re-sent. An assistant tail delivers the steering
+        queue if non-empty, else the follow-up queue; with both empty and a last message
+        that ended in ``error``/``aborted``, the transcript up to it is re-sent. Otherwise
+        :class:`ValueError`: there is nothing to resume.
+        """
+        if self._core.is_streaming:
+            raise AgentBusyError("resume")
+        core = self._core
+        tail = core.messages[-1] if core.messages else None
+        from .loop import take_queued
+
+        inputs: list[Any] = []
+        if tail is None:
+            raise ValueError("nothing to resume: the transcript is empty")
+        if isinstance(tail, AssistantMessage):
+            inputs = take_queued(core.steering, self.settings.steering_mode)
+            if not inputs:
+                inputs = take_queued(core.follow_up, self.settings.follow_up_mode)
+            if not inputs:
+                if tail.stop_reason in ("error", "aborted"):
+                    core.messages.pop()
+                else:
+                    raise ValueError(
+                        "nothing to resume: the last message is a complete assistant reply "
+                        "and no steering or follow-up message is queued; use prompt()"
+                    )
+        elif not isinstance(tail, UserMessage | ToolResultMessage):
+            raise ValueError(f"nothing to resume after a {getattr(tail, 'role', '?')!r} message")
+        await self._start(inputs)
+
+    async def _start(self, inputs: list[Any]) -> None:
+        core = self._core
+        core.is_streaming = True
+        core.error_message = None
+        core.turns_completed = 0
+        try:
+            run = Run(
+                agent=self,
+                core=core,
+                hooks=self._hooks,
+                run_id=uuid.uuid4().hex[:12],
+                provider=self._provider_for(core.model),
+                model=core.model,
+                settings=self.settings,
+            )
+        except BaseException:
+            core.is_streaming = False
+            raise
+        core.run_id = run.run_id
+        self._run = run
+        task = asyncio.ensure_future(self._drive(run, inputs))
+        run.task = task
+        core.run_task = task
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            self.abort()
+            await asyncio.wait([task])
+            raise
+
+    async def _drive(self, run: Run, inputs: list[Any]) -> None:
+        core = self._core
+        try:
+            await execute_run(run, inputs)
+        finally:
+            core.is_streaming = False
+            core.streaming_message = None
+            core.pending_tool_calls.clear()
+            core.phase = "idle"
+            core.turn = None
+            core.run_id = None
+            self._run = None
+
+    def steer(self, message: str | Any) -> None:
+        """Queue ``message`` for the start of the next turn (after the current tool batch)."""
+        self._core.steering.extend(_as_messages(message))
+
+    def follow_up(self, message: str | Any) -> None:
+        """Queue ``message`` for when the agent would otherwise stop."""
+        self._core.follow_up.extend(_as_messages(message))
+
+    def clear_queues(self) -> tuple[list[Any], list[Any]]:
+        """Empty both queues; returns what they held (steering, follow-up)."""
+        steering, follow_up = list(self._core.steering), list(self._core.follow_up)
+        self._core.steering.clear()
+        self._core.follow_up.clear()
+        return steering, follow_up
+
+    def abort(self, reason: str = "aborted") -> None:
+        """Abort the active run (synchronous; a no-op when idle).
+
+        Sets the run's signal, interrupts a model stream, a retry backoff or a tool batch
+        at once, and cancels running tools; every call still gets exactly one result.
+        """
+        run = self._run
+        if run is None or run.signal.aborted:
+            return
+        run.signal.set(reason)
+        task = run.task
+        if run.abortable and task is not None and not task.done():
+            try:
+                current = asyncio.current_task()
+            except RuntimeError:
+                current = None
+            if current is not task:
+                task.cancel()
+
+    async def wait_for_idle(self) -> None:
+        """Return once no run is active and every ``agent_end`` listener has finished."""
+        task = self._core.run_task
+        if task is not None and not task.done():
+            await asyncio.wait([task])
+
+    def configure(
+        self,
+        *,
+        system_prompt: str | None = None,
+        model: str | Model | None = None,
+        tools: Iterable[Tool] | None = None,
+        thinking_level: ThinkingLevel | None = None,
+    ) -> None:
+        """Change the agent for the next run (an active run keeps what it started with)."""
+        core = self._core
+        if system_prompt is not None:
+            core.system_prompt = system_prompt
+        if model is not None:
+            resolved = self._resolve_model(model)
+            self._provider_for(resolved)
+            core.model = resolved
+        if tools is not None:
+            tool_list = list(tools)
+            names = [tool.name for tool in tool_list]
+            duplicates = sorted({name for name in names if names.count(name) > 1})
+            if duplicates:
+                raise ValueError(f"two tools share a name: {', '.join(duplicates)}")
+            core.tools = {tool.name: tool for tool in tool_list}
+        if thinking_level is not None:
+            core.thinking_level = thinking_level
+
+    def reset(self) -> None:
+        """Clear the transcript, both queues and the error (idle only)."""
+        if self._core.is_streaming:
+            raise AgentBusyError("reset")
+        core = self._core
+        core.messages.clear()
+        core.steering.clear()
+        core.follow_up.clear()
+        core.error_message = None
+
+    def __repr__(self) -> str:
+        state = "running" if self._core.is_streaming else "idle"
+        return f"<Agent {self._core.model.ref} {state}, {len(self._core.messages)} messages>"
+
+

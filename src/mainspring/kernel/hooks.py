@@ -1,0 +1,225 @@
+"""The typed hook facade: each hook's combining rule and failure semantics, in one place.
+
+The loop never calls ``pm.hook.x(...)``; it calls these methods, which apply the rules of
+the hook table: fail soft for context shaping, fail closed for gates and result filters,
+run failure for the stop policy and observers. ``report`` callbacks turn a contained
+failure into a ``hook_error`` event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, final
+
+from ..errors import Block, CompactionResult, HookError
+from ..tools import ToolResult
+from .invariants import transcript_problem
+from .relay import HookRelay
+
+if TYPE_CHECKING:
+    from ..messages import ToolCall
+    from ..providers.base import Model, Provider
+    from ..tools import Tool
+    from .signal import AbortSignal
+
+__all__ = ["GateDecision", "Hooks", "Report"]
+
+Report = Callable[[HookError, str], Awaitable[None]]
+"""``report(error, outcome)``: emit a ``hook_error`` saying what the kernel did."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class GateDecision:
+    """The outcome of ``before_tool_call``: ``plugin`` is ``None`` when allowed."""
+
+    blocked: bool
+    plugin: str | None = None
+    reason: str | None = None
+
+
+def _as_tuple(value: Any, hook: str, plugin: str) -> tuple[Any, ...]:
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return tuple(value)
+    raise HookError(hook, plugin, f"returned {type(value).__name__}, expected a sequence")
+
+
+@final
+class Hooks:
+    """Calls every hook with its combining rule and failure semantics."""
+
+    __slots__ = ("relay",)
+
+    def __init__(self, relay: HookRelay) -> None:
+        self.relay = relay
+
+    async def _chain_messages(
+        self, hook: str, messages: tuple[Any, ...], kwargs: dict[str, Any], report: Report
+    ) -> tuple[Any, ...]:
+        current = messages
+        for impl in self.relay.implementations(hook):
+            try:
+                result = await impl.call(hook, {"messages": current, **kwargs})
+                if result is None:
+                    continue
+                candidate = _as_tuple(result, hook, impl.plugin)
+                problem = transcript_problem(candidate, llm_only=hook == "convert_to_llm")
+                if problem:
+                    raise HookError(hook, impl.plugin, f"broke the transcript: {problem}")
+            except HookError as error:
+                await report(error, "skipped; its input was passed on unchanged")
+                continue
+            current = candidate
+        return current
+
+    async def transform_context(
+        self, messages: tuple[Any, ...], agent: Any, signal: AbortSignal, report: Report
+    ) -> tuple[Any, ...]:
+        """Chain ``transform_context``; a failing implementation is skipped."""
+        kwargs = {"agent": agent, "signal": signal}
+        return await self._chain_messages("transform_context", messages, kwargs, report)
+
+    async def convert_to_llm(
+        self, messages: tuple[Any, ...], agent: Any, report: Report
+    ) -> tuple[Any, ...]:
+        """Chain ``convert_to_llm``; a failing implementation is skipped."""
+        return await self._chain_messages("convert_to_llm", messages, {"agent": agent}, report)
+
+    async def count_tokens(
+        self, messages: tuple[Any, ...], model: Model, report: Report, fallback: int
+    ) -> int:
+        """The first non-``None`` count; ``fallback`` when every implementation fails."""
+        for impl in self.relay.implementations("count_tokens"):
+            try:
+                result = impl.call_sync("count_tokens", {"messages": messages, "model": model})
+                if result is None:
+                    continue
+                if isinstance(result, bool) or not isinstance(result, int):
+                    raise HookError("count_tokens", impl.plugin, f"returned {result!r}")
+                return result
+            except HookError as error:
+                await report(error, "ignored; the built-in estimate was used")
+        return fallback
+
+    async def compact(
+        self,
+        messages: tuple[Any, ...],
+        model: Model,
+        reason: str,
+        agent: Any,
+        signal: AbortSignal,
+    ) -> CompactionResult | None:
+        """The first non-``None`` result; raises :class:`HookError` on a failure."""
+        kwargs = {
+            "messages": messages,
+            "model": model,
+            "reason": reason,
+            "agent": agent,
+            "signal": signal,
+        }
+        for impl in self.relay.implementations("compact"):
+            result = await impl.call("compact", kwargs)
+            if result is None:
+                continue
+            if not isinstance(result, CompactionResult):
+                raise HookError("compact", impl.plugin, f"returned {type(result).__name__}")
+            candidate = _as_tuple(result.messages, "compact", impl.plugin)
+            problem = transcript_problem(candidate)
+            if problem:
+                raise HookError("compact", impl.plugin, f"broke the transcript: {problem}")
+            return CompactionResult(candidate, result.summary, result.details)
+        return None
+
+    async def before_tool_call(
+        self, call: ToolCall, args: Any, tool: Tool, agent: Any, signal: AbortSignal, report: Report
+    ) -> GateDecision:
+        """The first ``Block`` wins; a failing gate blocks (fail closed)."""
+        kwargs = {"call": call, "args": args, "tool": tool, "agent": agent, "signal": signal}
+        for impl in self.relay.implementations("before_tool_call"):
+            try:
+                result = await impl.call("before_tool_call", kwargs)
+            except HookError as error:
+                await report(error, "call blocked (fail closed)")
+                return GateDecision(
+                    True, impl.plugin, f"blocked: the permission gate {impl.plugin!r} failed"
+                    f" ({error.cause_text})"
+                )
+            if result is None:
+                continue
+            if isinstance(result, Block):
+                return GateDecision(True, impl.plugin, result.reason)
+            error = HookError("before_tool_call", impl.plugin, f"returned {result!r}, not a Block")
+            await report(error, "call blocked (fail closed)")
+            return GateDecision(True, impl.plugin, f"blocked: {error}")
+        return GateDecision(False)
+
+    async def after_tool_result(
+        self, call: ToolCall, result: ToolResult, agent: Any, signal: AbortSignal, report: Report
+    ) -> ToolResult:
+        """Chain replacements; a failing filter turns the result into an error."""
+        current = result
+        for impl in self.relay.implementations("after_tool_result"):
+            kwargs = {"call": call, "result": current, "agent": agent, "signal": signal}
+            try:
+                replacement = await impl.call("after_tool_result", kwargs)
+                if replacement is not None and not isinstance(replacement, ToolResult):
+                    raise HookError(
+                        "after_tool_result", impl.plugin, f"returned {replacement!r}"
+                    )
+            except HookError as error:
+                await report(error, "result withheld and replaced by an error (fail closed)")
+                return ToolResult.error(
+                    f"The result of this call was withheld: the result filter "
+                    f"{impl.plugin!r} failed ({error.cause_text})."
+                )
+            if replacement is not None:
+                current = replacement
+        return current
+
+    async def should_stop_after_turn(self, state: Any, agent: Any, signal: AbortSignal) -> bool:
+        """Any ``True`` stops; a failure raises :class:`HookError` (a run failure)."""
+        kwargs = {"state": state, "agent": agent, "signal": signal}
+        for impl in self.relay.implementations("should_stop_after_turn"):
+            if await impl.call("should_stop_after_turn", kwargs):
+                return True
+        return False
+
+    async def on_event(self, event: Any, agent: Any, signal: AbortSignal) -> None:
+        """Every observer, in order; a failure raises :class:`HookError`."""
+        implementations = self.relay.implementations("on_event")
+        if not implementations:
+            return
+        kwargs = {"event": event, "agent": agent, "signal": signal}
+        for impl in implementations:
+            await impl.call("on_event", kwargs)
+
+    def register_tools(self, agent: Any) -> list[tuple[str, Tool]]:
+        """Every plugin's tools, with the plugin that gave each."""
+        from ..tools import Tool
+
+        collected: list[tuple[str, Tool]] = []
+        for impl in reversed(self.relay.implementations("register_tools")):
+            tools = impl.call_sync("register_tools", {"agent": agent})
+            for item in _as_tuple(tools, "register_tools", impl.plugin) if tools else ():
+                if not isinstance(item, Tool):
+                    raise HookError("register_tools", impl.plugin, f"returned {item!r}, not a Tool")
+                collected.append((impl.plugin, item))
+        return collected
+
+    def register_providers(self) -> list[tuple[str, Provider]]:
+        """Every plugin's providers, in registration order (later ones win by name)."""
+        collected: list[tuple[str, Provider]] = []
+        for impl in reversed(self.relay.implementations("register_providers")):
+            providers = impl.call_sync("register_providers", {})
+            for item in _as_tuple(providers, "register_providers", impl.plugin) if providers else ():
+                if not isinstance(getattr(item, "name", None), str) or not callable(
+                    getattr(item, "stream", None)
+                ):
+                    raise HookError(
+                        "register_providers", impl.plugin, f"returned {item!r}, not a Provider"
+                    )
+                collected.append((impl.plugin, item))
+        return collected

@@ -1,0 +1,166 @@
+"""The run loop: start run, turns (inputs, request, tools, turn end, queues), end run.
+
+``execute_run`` is the whole lifecycle of one ``prompt()``/``resume()``. Nothing raised
+inside escapes it: a failure becomes an assistant message with ``stop_reason="error"``
+(or ``"aborted"``) that flows through the normal events, inside a turn, followed by
+``turn_end``, ``phase_change(turn → idle)`` and ``agent_end``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from ..logs import get_logger
+
+from ..errors import HookError, StopRun
+from ..messages import AssistantMessage, ToolCall
+from .events import AgentEnd, AgentEndReason, AgentStart, MessageEnd
+from .request import request_reply
+from .run import Run
+from .tools import execute_tool_calls, settle_tool_calls
+
+__all__ = ["execute_run", "take_queued"]
+
+log = get_logger("mainspring.kernel")
+
+
+def take_queued(queue: list[Any], mode: str) -> list[Any]:
+    """Remove and return what a delivery takes from ``queue``: one message or all."""
+    if not queue:
+        return []
+    if mode == "all":
+        taken = list(queue)
+        queue.clear()
+        return taken
+    return [queue.pop(0)]
+
+
+async def execute_run(run: Run, inputs: Sequence[Any]) -> None:
+    """Run to completion; never raises (except to let a cancelled caller go)."""
+    reason: AgentEndReason
+    detail: str | None
+    try:
+        await run.emit(AgentStart)
+        await run.set_phase("turn")
+        reason, detail = await _turns(run, list(inputs))
+    except StopRun as stop:
+        run.failing = True
+        reason, detail = "stopped_by_hook", stop.reason
+        await _close_turn(run, f"Tool call not executed: the run was stopped ({stop.reason})")
+    except asyncio.CancelledError:
+        run.failing = True
+        run.signal.set("cancelled")
+        reason, detail = "aborted", "Run cancelled"
+        await _fail(run, "aborted", detail)
+    except Exception as error:
+        run.failing = True
+        reason, detail = ("aborted", "Run aborted") if run.signal.aborted else ("error", None)
+        detail = detail or _describe(error)
+        log.warning("run_failed", error=detail, exc_info=error)
+        await _fail(run, "aborted" if run.signal.aborted else "error", detail)
+    await _end_run(run, reason, detail)
+
+
+async def _turns(run: Run, inputs: list[Any]) -> tuple[AgentEndReason, str | None]:
+    core, settings = run.core, run.settings
+    inputs += take_queued(core.steering, settings.steering_mode)
+    while True:
+        await run.begin_turn()
+        for message in inputs:
+            await run.add_message(message)
+        reply = await request_reply(run)
+        message = reply.message
+        if message.stop_reason in ("error", "aborted"):
+            await run.end_turn()
+            return _failure_outcome(message)
+        if message.tool_calls:
+            await execute_tool_calls(run, message, reply.argument_errors)
+        await run.end_turn()
+        if run.signal.aborted:
+            return "aborted", "Run aborted"
+        if await run.hooks.should_stop_after_turn(core.snapshot(), run.agent, run.signal):
+            return "stopped_by_hook", "should_stop_after_turn returned True"
+        inputs = take_queued(core.steering, settings.steering_mode)
+        if inputs or message.tool_calls:
+            continue
+        inputs = take_queued(core.follow_up, settings.follow_up_mode)
+        if not inputs:
+            return "stop", None
+
+
+def _failure_outcome(message: AssistantMessage) -> tuple[AgentEndReason, str | None]:
+    if message.stop_reason == "aborted":
+        return "aborted", message.error_message or "Run aborted"
+    return "error", message.error_message or "the model request failed"
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, HookError):
+        return str(error)
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+async def _close_turn(run: Run, reason: str) -> None:
+    """End an interrupted turn: settle its tool calls, close any open message."""
+    try:
+        if run.turn_open:
+            await _close_streaming(run, "aborted" if run.signal.aborted else "error", reason)
+            await settle_tool_calls(run, reason)
+            await run.end_turn()
+    except Exception as error:  # delivery of failure events must never loop
+        log.error("close_turn_failed", error=repr(error))
+
+
+async def _close_streaming(run: Run, stop_reason: str, text: str) -> AssistantMessage | None:
+    partial = run.core.streaming_message
+    if partial is None:
+        return None
+    run.core.streaming_message = None
+    content = tuple(block for block in partial.content if not isinstance(block, ToolCall))
+    message = partial.model_copy(
+        update={"content": content, "stop_reason": stop_reason, "error_message": text}
+    )
+    run.append(message)
+    await run.emit(MessageEnd, message=message)
+    return message
+
+
+async def _fail(run: Run, stop_reason: str, text: str) -> None:
+    """Carry a failure as an assistant message inside a turn (opening one if needed)."""
+    try:
+        if not run.turn_open:
+            await run.set_phase("turn")
+            await run.begin_turn()
+        message = await _close_streaming(run, stop_reason, text)
+        await settle_tool_calls(run, f"Tool call not executed: {text}")
+        if message is None:
+            message = AssistantMessage(
+                provider=run.provider.name,
+                model=run.model.id,
+                stop_reason="aborted" if stop_reason == "aborted" else "error",
+                error_message=text,
+            )
+            await run.add_message(message)
+        await run.end_turn()
+    except Exception as error:
+        log.error("failure_delivery_failed", error=repr(error))
+
+
+async def _end_run(run: Run, reason: AgentEndReason, detail: str | None) -> None:
+    """``phase_change(turn → idle)`` then ``agent_end``; errors here change nothing."""
+    core = run.core
+    run.failing = True
+    core.turn = None
+    if reason in ("error", "aborted"):
+        core.error_message = detail
+    try:
+        await run.set_phase("idle")
+    except Exception as error:
+        log.error("phase_change_delivery_failed", error=repr(error))
+    try:
+        await run.emit(AgentEnd, messages=tuple(run.new_messages), reason=reason, detail=detail)
+    except Exception as error:
+        log.error("agent_end_delivery_failed", error=repr(error))

@@ -1,0 +1,90 @@
+"""The async hook relay: calls pluggy hook implementations the way the kernel needs.
+
+pluggy has no async hooks. The relay takes each hook's implementations in pluggy's call
+order (most recently registered first, ``tryfirst``/``trylast`` honoured), calls them one
+at a time, awaits awaitable results, and applies the combining rule *after* awaiting, so a
+decisive result stops the calls: no later implementation is called and no coroutine is
+created for it. A failure is wrapped in :class:`~mainspring.HookError` naming the plugin;
+:class:`~mainspring.StopRun` passes through untouched.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, final
+
+import pluggy
+
+from ..errors import HookError, StopRun
+
+__all__ = ["HookRelay", "Implementation"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Implementation:
+    """One plugin's implementation of one hook."""
+
+    plugin: str
+    function: Callable[..., Any]
+    argnames: tuple[str, ...]
+
+    async def call(self, hook: str, kwargs: dict[str, Any]) -> Any:
+        """Call with the arguments it asks for; await the result; wrap failures."""
+        try:
+            result = self.function(*[kwargs[name] for name in self.argnames])
+            if inspect.isawaitable(result):
+                result = await result
+        except StopRun:
+            raise
+        except HookError:
+            raise
+        except Exception as error:
+            raise HookError(hook, self.plugin, error) from error
+        return result
+
+    def call_sync(self, hook: str, kwargs: dict[str, Any]) -> Any:
+        """Call a synchronous implementation; wrap failures."""
+        try:
+            return self.function(*[kwargs[name] for name in self.argnames])
+        except StopRun:
+            raise
+        except Exception as error:
+            raise HookError(hook, self.plugin, error) from error
+
+
+@final
+class HookRelay:
+    """Ordered access to a plugin manager's implementations, cached until it changes."""
+
+    __slots__ = ("_cache", "_pm")
+
+    def __init__(self, pm: pluggy.PluginManager) -> None:
+        self._pm = pm
+        self._cache: dict[str, tuple[Implementation, ...]] = {}
+
+    def invalidate(self) -> None:
+        """Forget the cached order (call after registering or unregistering a plugin)."""
+        self._cache.clear()
+
+    def implementations(self, hook: str) -> tuple[Implementation, ...]:
+        """The implementations of ``hook`` in call order."""
+        cached = self._cache.get(hook)
+        if cached is not None:
+            return cached
+        caller = getattr(self._pm.hook, hook, None)
+        found: list[Implementation] = []
+        if caller is not None:
+            for impl in reversed(caller.get_hookimpls()):
+                if impl.hookwrapper or impl.wrapper:
+                    continue
+                found.append(Implementation(impl.plugin_name, impl.function, tuple(impl.argnames)))
+        result = tuple(found)
+        self._cache[hook] = result
+        return result
+
+    def has(self, hook: str) -> bool:
+        """Whether any plugin implements ``hook``."""
+        return bool(self.implementations(hook))

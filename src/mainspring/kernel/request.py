@@ -1,0 +1,283 @@
+"""One model request: project the context, compact if needed, stream, retry.
+
+The ``compaction`` and ``retry`` phases live here. The reply is streamed into a
+:class:`~mainspring.kernel.stream.StreamAssembler`; ``message_start`` is emitted with the
+first delta, so an attempt that failed before streaming leaves no message. A failed
+attempt that will be retried ends its message with ``stop_reason="error"`` and that
+message is not kept in the transcript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..logs import get_logger
+
+from ..errors import HookError
+from ..messages import AssistantMessage
+from ..providers.base import ModelRequest, ProviderError, StreamDone, StreamEvent
+from .events import CompactionEnd, CompactionStart, MessageEnd, MessageStart, MessageUpdate, Retry
+from .stream import StreamAssembler
+
+if TYPE_CHECKING:
+    from .run import Run
+
+__all__ = ["Reply", "request_reply", "retry_delay"]
+
+log = get_logger("mainspring.kernel")
+
+
+class Reply:
+    """The outcome of a request: the kept assistant message and argument problems."""
+
+    __slots__ = ("argument_errors", "message")
+
+    def __init__(self, message: AssistantMessage, argument_errors: dict[str, str]) -> None:
+        self.message = message
+        self.argument_errors = argument_errors
+
+
+def retry_delay(attempt: int, error: ProviderError, base_s: float, max_s: float) -> float:
+    """Seconds before retry ``attempt`` (1-based): ``retry_after``, else jittered backoff."""
+    if error.retry_after is not None:
+        return max(0.0, min(error.retry_after, max_s))
+    delay = base_s * 2 ** (attempt - 1)
+    return max(0.0, min(delay * random.uniform(0.5, 1.5), max_s))
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, ProviderError):
+        return error.message
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+async def prepare_messages(run: Run) -> tuple[Any, ...]:
+    """The transcript through ``transform_context`` then ``convert_to_llm``."""
+    hooks, report = run.hooks, run.report_hook_error
+    projected = await hooks.transform_context(
+        tuple(run.core.messages), run.agent, run.signal, report
+    )
+    return await hooks.convert_to_llm(projected, run.agent, report)
+
+
+async def count_tokens(run: Run, messages: tuple[Any, ...]) -> int:
+    """The request's size per ``count_tokens`` (the built-in estimate if all fail)."""
+    from ..plugins.tokens import estimate_tokens
+
+    return await run.hooks.count_tokens(
+        messages, run.model, run.report_hook_error, estimate_tokens(messages)
+    )
+
+
+async def compact(run: Run, reason: str, tokens_before: int) -> bool:
+    """The ``compaction`` phase; returns whether the transcript was replaced."""
+    await run.set_phase("compaction")
+    await run.emit(CompactionStart, reason=reason, tokens_before=tokens_before)
+    error: str | None = None
+    tokens_after = tokens_before
+    try:
+        result = await run.hooks.compact(
+            tuple(run.core.messages), run.model, reason, run.agent, run.signal
+        )
+    except HookError as failure:
+        await run.report_hook_error(failure, "compaction skipped; the transcript is unchanged")
+        result, error = None, failure.cause_text
+    if result is None and error is None:
+        error = "no compaction plugin produced a result"
+    if result is not None:
+        run.core.messages[:] = list(result.messages)
+        tokens_after = await count_tokens(run, await prepare_messages(run))
+    await run.emit(
+        CompactionEnd,
+        reason=reason,
+        tokens_before=tokens_before,
+        tokens_after=tokens_after,
+        error=error,
+    )
+    await run.set_phase("turn")
+    return result is not None
+
+
+async def _abortable_sleep(run: Run, delay: float) -> None:
+    run.abortable = True
+    try:
+        await asyncio.sleep(delay)
+    except asyncio.CancelledError:
+        if not run.signal.aborted:
+            raise
+        _uncancel(run)
+    finally:
+        run.abortable = False
+
+
+def _uncancel(run: Run) -> None:
+    if run.task is not None and run.task.cancelling():
+        run.task.uncancel()
+
+
+async def _close(stream: AsyncIterator[StreamEvent]) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is None:
+        return
+    try:
+        await asyncio.wait_for(close(), timeout=1.0)
+    except Exception as error:  # a broken provider's close must not break the run
+        log.debug("provider_close_failed", error=repr(error))
+
+
+async def _stream(
+    run: Run, request: ModelRequest, keep_failure: Callable[[BaseException], bool], note: str
+) -> tuple[Reply, BaseException | None]:
+    """Stream one attempt. Returns the reply and the failure (``None`` on success).
+
+    The message is kept in the transcript on success, on abort, and on a failure for
+    which ``keep_failure`` says no recovery will follow; ``note`` is appended to the
+    error text of a kept failure.
+    """
+    assembler = StreamAssembler(run.provider.name, run.model.id)
+    core, signal = run.core, run.signal
+    started = False
+    failure: BaseException | None = None
+    if not signal.aborted:
+        iterator = aiter(run.provider.stream(request, signal))
+        try:
+            while True:
+                run.abortable = True
+                try:
+                    delta = await anext(iterator)
+                except StopAsyncIteration:
+                    break
+                except asyncio.CancelledError:
+                    if not signal.aborted:
+                        raise
+                    _uncancel(run)
+                    break
+                except Exception as error:
+                    if not signal.aborted:
+                        failure = error
+                    _uncancel(run)
+                    break
+                finally:
+                    run.abortable = False
+                assembler.add(delta)
+                if isinstance(delta, StreamDone):
+                    break
+                partial = assembler.partial()
+                core.streaming_message = partial
+                if not started:
+                    started = True
+                    await run.emit(MessageStart, message=partial)
+                await run.emit(MessageUpdate, message=partial, delta=delta)
+                if signal.aborted:
+                    break
+        finally:
+            run.abortable = False
+            await _close(iterator)
+    if signal.aborted:
+        failure = None
+        message = assembler.finish("aborted", "Request aborted")
+    elif failure is None and assembler.done is None:
+        failure = ProviderError("stream ended before completion", retryable=True)
+    if failure is not None:
+        kept = keep_failure(failure)
+        message = assembler.finish("error", _describe(failure) + (note if kept else ""))
+    elif not signal.aborted:
+        assert assembler.done is not None
+        kept = True
+        message = _priced(run, assembler.finish(assembler.done.stop_reason))
+    else:
+        kept = True
+    if started or kept:
+        if not started:
+            await run.emit(MessageStart, message=message)
+        core.streaming_message = None
+        if kept:
+            run.append(message)
+        await run.emit(MessageEnd, message=message)
+    return Reply(message, dict(assembler.argument_errors)), failure
+
+
+def _priced(run: Run, message: AssistantMessage) -> AssistantMessage:
+    usage = message.usage
+    if usage.cost_usd or not usage.total_tokens:
+        return message
+    cost = run.model.cost(usage)
+    if not cost:
+        return message
+    return message.model_copy(update={"usage": usage.model_copy(update={"cost_usd": cost})})
+
+
+async def request_reply(run: Run) -> Reply:
+    """Send the context to the model and return the kept assistant message.
+
+    Handles the threshold compaction before the request, one compaction and re-send on a
+    context overflow, and retries of retryable provider errors with backoff.
+    """
+    settings = run.settings
+    attempt = 0
+    overflowed = False
+    compacted = False
+
+    def recoverable(failure: BaseException) -> bool:
+        if not isinstance(failure, ProviderError):
+            return False
+        if failure.context_overflow:
+            return not overflowed and settings.compaction.enabled
+        return failure.retryable and attempt < settings.retry.max_attempts
+
+    while True:
+        messages = await prepare_messages(run)
+        if settings.compaction.enabled and not compacted:
+            tokens = await count_tokens(run, messages)
+            window = run.model.context_window
+            if tokens > window - settings.compaction.reserve_for(window):
+                compacted = True
+                if await compact(run, "threshold", tokens):
+                    messages = await prepare_messages(run)
+        request = ModelRequest(
+            model=run.model,
+            system_prompt=run.system_prompt,
+            messages=messages,
+            tools=tuple(tool.spec for tool in run.tools.values()),
+            thinking_level=run.core.thinking_level,
+        )
+        note = f" (after {attempt} retr{'y' if attempt == 1 else 'ies'})" if attempt else ""
+        reply, failure = await _stream(run, request, lambda f: not recoverable(f), note)
+        if failure is None or not recoverable(failure):
+            return reply
+        assert isinstance(failure, ProviderError)
+        if failure.context_overflow:
+            overflowed = compacted = True
+            if await compact(run, "overflow", await count_tokens(run, messages)):
+                continue
+            return await _kept_failure(run, "error", f"{failure.message} (compaction failed)")
+        attempt += 1
+        delay = retry_delay(attempt, failure, settings.retry.base_delay_s, settings.retry.max_delay_s)
+        await run.set_phase("retry")
+        await run.emit(
+            Retry,
+            attempt=attempt,
+            max_attempts=settings.retry.max_attempts,
+            delay_s=delay,
+            error=failure.message,
+        )
+        await _abortable_sleep(run, delay)
+        await run.set_phase("turn")
+        if run.signal.aborted:
+            return await _kept_failure(run, "aborted", "Request aborted")
+
+
+async def _kept_failure(run: Run, stop_reason: str, text: str) -> Reply:
+    """Keep an empty error or aborted message when no attempt's message was kept."""
+    message = AssistantMessage(
+        provider=run.provider.name,
+        model=run.model.id,
+        stop_reason="aborted" if stop_reason == "aborted" else "error",
+        error_message=text,
+    )
+    await run.add_message(message)
+    return Reply(message, {})

@@ -1,0 +1,196 @@
+"""One run's context: event emission, the phase machine, turns and transcript writes.
+
+Every event of a run is emitted here, by the run's own task, one at a time: subscribers
+first (in subscription order, awaited), then ``on_event`` implementations. State is
+changed *before* the event that reports it is emitted. Once the run is failing, emission
+is "safe": a raising listener is logged and never looped on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, final
+
+from ..logs import get_logger
+
+from ..errors import HookError
+from ..messages import AssistantMessage, ToolResultMessage
+from ..tools import ToolResult
+from .events import (
+    HookErrorEvent,
+    MessageEnd,
+    MessageStart,
+    Phase,
+    PhaseChange,
+    TurnEnd,
+    TurnStart,
+)
+from .hooks import Hooks
+from .signal import AbortSignal
+
+if TYPE_CHECKING:
+    from ..providers.base import Model, Provider
+    from ..settings import Settings
+    from ..tools import Tool
+    from .state import Core
+
+__all__ = ["ListenerError", "Run"]
+
+log = get_logger("mainspring.kernel")
+
+
+class ListenerError(Exception):
+    """A subscriber raised while an event was delivered."""
+
+    def __init__(self, listener: Any, event_type: str, cause: BaseException) -> None:
+        name = getattr(listener, "__qualname__", None) or type(listener).__name__
+        self.listener = name
+        super().__init__(
+            f"subscriber {name} raised on {event_type}: {type(cause).__name__}: {cause}"
+        )
+
+
+@final
+class Run:
+    """The state and services of one active run."""
+
+    __slots__ = (
+        "abortable",
+        "agent",
+        "batch_results",
+        "core",
+        "failing",
+        "hooks",
+        "model",
+        "new_messages",
+        "provider",
+        "run_id",
+        "settings",
+        "signal",
+        "system_prompt",
+        "task",
+        "tools",
+        "turn_count",
+        "turn_message",
+        "turn_open",
+        "turn_results",
+    )
+
+    def __init__(
+        self,
+        *,
+        agent: Any,
+        core: Core,
+        hooks: Hooks,
+        run_id: str,
+        provider: Provider,
+        model: Model,
+        settings: Settings,
+    ) -> None:
+        self.agent = agent
+        self.core = core
+        self.hooks = hooks
+        self.run_id = run_id
+        self.provider = provider
+        self.model = model
+        self.settings = settings
+        self.system_prompt = core.system_prompt
+        self.tools: dict[str, Tool] = dict(core.tools)
+        self.signal = AbortSignal()
+        self.task: asyncio.Task[Any] | None = None
+        self.abortable = False
+        self.failing = False
+        self.new_messages: list[Any] = []
+        self.turn_open = False
+        self.turn_count = 0
+        self.turn_message: AssistantMessage | None = None
+        self.turn_results: list[ToolResultMessage] = []
+        self.batch_results: dict[str, ToolResult] = {}
+
+    # -- emission ------------------------------------------------------------------------
+
+    async def emit(self, factory: Callable[..., Any], **payload: Any) -> None:
+        """Build the next event and deliver it to every listener, then ``on_event``."""
+        core = self.core
+        core.seq += 1
+        event = factory(seq=core.seq, run_id=self.run_id, turn=core.turn, **payload)
+        signal = self.signal
+        for listener in tuple(core.listeners):
+            try:
+                result = listener(event, signal)
+                if result is not None and inspect.isawaitable(result):
+                    await result
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                if self.failing:
+                    log.error("listener_failed", event=event.type, error=repr(error))
+                    continue
+                raise ListenerError(listener, event.type, error) from error
+        try:
+            await self.hooks.on_event(event, self.agent, signal)
+        except HookError as error:
+            if not self.failing:
+                raise
+            log.error("on_event_failed", event=event.type, plugin=error.plugin, error=str(error))
+
+    async def report_hook_error(self, error: HookError, outcome: str) -> None:
+        """Emit ``hook_error`` for a failure the kernel contained."""
+        log.warning("hook_error", hook=error.hook, plugin=error.plugin, error=error.cause_text)
+        await self.emit(
+            HookErrorEvent,
+            hook=error.hook,
+            plugin=error.plugin,
+            error=error.cause_text,
+            outcome=outcome,
+        )
+
+    # -- phases and turns ---------------------------------------------------------------
+
+    async def set_phase(self, phase: Phase) -> None:
+        """Move the phase machine and emit ``phase_change``."""
+        previous = self.core.phase
+        if previous == phase:
+            return
+        self.core.phase = phase
+        await self.emit(PhaseChange, previous=previous, phase=phase)
+
+    async def begin_turn(self) -> None:
+        """Open the next turn: ``turn_start``."""
+        self.core.turn = self.turn_count
+        self.turn_count += 1
+        self.turn_open = True
+        self.turn_message = None
+        self.turn_results = []
+        self.batch_results = {}
+        await self.emit(TurnStart)
+
+    async def end_turn(self) -> None:
+        """Close the turn: ``turn_end`` with its assistant message and results."""
+        self.turn_open = False
+        self.core.turns_completed = self.turn_count
+        try:
+            await self.emit(
+                TurnEnd, message=self.turn_message, tool_results=tuple(self.turn_results)
+            )
+        finally:
+            self.core.turn = None
+
+    # -- transcript ---------------------------------------------------------------------
+
+    def append(self, message: Any) -> None:
+        """Add ``message`` to the transcript and to this run's new messages."""
+        self.core.messages.append(message)
+        self.new_messages.append(message)
+        if isinstance(message, AssistantMessage):
+            self.turn_message = message
+        elif isinstance(message, ToolResultMessage):
+            self.turn_results.append(message)
+
+    async def add_message(self, message: Any) -> None:
+        """Emit ``message_start``/``message_end`` for a complete message and keep it."""
+        await self.emit(MessageStart, message=message)
+        self.append(message)
+        await self.emit(MessageEnd, message=message)

@@ -1,0 +1,348 @@
+"""The tool executor: prepare serially, execute concurrently, report in a stable order.
+
+For one assistant message:
+
+1. **Preparation**, serially in call order: ``tool_execution_start``, lookup, argument
+   validation, then the ``before_tool_call`` gates (a ``tool_decision`` per call that
+   reached them). A call that fails preparation gets its ``tool_execution_end`` at once.
+2. **Execution**: concurrently, or one at a time when any tool of the batch declares
+   ``sequential=True``. ``tool_execution_update`` and ``tool_execution_end`` follow
+   completion order; ``after_tool_result`` runs as each call completes.
+3. **Results**: one tool-result message per call, in call order.
+
+Every call gets exactly one result, whatever happens: unknown tool, invalid arguments,
+blocked, raised, timed out, aborted, or cut off by the output limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, final
+
+from pydantic import BaseModel
+
+from ..messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+from ..tools import Tool, ToolArgumentsError, ToolResult
+from .events import ToolDecision, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
+from .signal import AbortSignal
+
+if TYPE_CHECKING:
+    from .run import Run
+
+__all__ = ["FileLocks", "execute_tool_calls", "settle_tool_calls"]
+
+
+@final
+class FileLocks:
+    """Async locks keyed by real path, shared by all tool calls of one agent."""
+
+    __slots__ = ("_locks", "_loop")
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @asynccontextmanager
+    async def lock(self, path: str | os.PathLike[str]) -> AsyncIterator[None]:
+        """Hold the lock of ``path``'s real path (symlinks resolved)."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop, self._locks = loop, {}
+        key = os.path.realpath(os.fspath(path))
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        async with lock:
+            yield
+
+
+@final
+class _CallContext:
+    """The :class:`~mainspring.ToolContext` of one executing call."""
+
+    __slots__ = ("_finished", "_index", "_locks", "_queue", "signal", "tool_call_id")
+
+    def __init__(
+        self,
+        call_id: str,
+        index: int,
+        signal: AbortSignal,
+        queue: asyncio.Queue[tuple[int, bool, Any]],
+        locks: FileLocks,
+    ) -> None:
+        self.tool_call_id = call_id
+        self.signal = signal
+        self._index = index
+        self._queue = queue
+        self._locks = locks
+        self._finished = False
+
+    def update(self, partial: Any) -> None:
+        """Schedule a ``tool_execution_update``; a no-op once the call has finished."""
+        if not self._finished:
+            self._queue.put_nowait((self._index, False, partial))
+
+    def file_lock(self, path: str) -> Any:
+        """Serialise calls touching ``path`` (see :class:`FileLocks`)."""
+        return self._locks.lock(path)
+
+
+def _to_result(value: Any) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return value
+    if value is None:
+        return ToolResult("")
+    if isinstance(value, str):
+        return ToolResult(value)
+    if isinstance(value, TextContent):
+        return ToolResult((value,))
+    if isinstance(value, BaseModel):
+        return ToolResult(value.model_dump_json(), details=value)
+    try:
+        return ToolResult(json.dumps(value, ensure_ascii=False, default=str), details=value)
+    except (TypeError, ValueError):
+        return ToolResult(repr(value), details=value)
+
+
+def _cap(result: ToolResult, limit: int | None) -> ToolResult:
+    if limit is None:
+        return result
+    total = sum(len(block.text) for block in result.content if isinstance(block, TextContent))
+    if total <= limit:
+        return result
+    remaining, content = limit, []
+    for block in result.content:
+        if isinstance(block, TextContent):
+            content.append(TextContent(text=block.text[: max(remaining, 0)]))
+            remaining -= len(block.text)
+        else:
+            content.append(block)
+    note = (
+        f"\n[output truncated: showing the first {limit} of {total} characters; "
+        f"{total - limit} characters were cut]"
+    )
+    content.append(TextContent(text=note))
+    return ToolResult(tuple(content), details=result.details, is_error=result.is_error)
+
+
+@final
+class _Prepared:
+    __slots__ = ("args", "call", "context", "index", "tool")
+
+    def __init__(self, index: int, call: ToolCall, tool: Tool, args: Any) -> None:
+        self.index = index
+        self.call = call
+        self.tool = tool
+        self.args = args
+        self.context: _CallContext | None = None
+
+
+async def _finish_call(run: Run, call: ToolCall, result: ToolResult) -> None:
+    run.batch_results[call.id] = result
+    run.core.pending_tool_calls.pop(call.id, None)
+    await run.emit(
+        ToolExecutionEnd,
+        tool_call_id=call.id,
+        tool_name=call.name,
+        result=result,
+        is_error=result.is_error,
+    )
+
+
+async def _prepare(
+    run: Run, index: int, call: ToolCall, argument_errors: Mapping[str, str]
+) -> _Prepared | None:
+    run.core.pending_tool_calls[call.id] = None
+    await run.emit(
+        ToolExecutionStart, tool_call_id=call.id, tool_name=call.name, args=dict(call.arguments)
+    )
+    tool = run.tools.get(call.name)
+    if tool is None:
+        available = ", ".join(sorted(run.tools)) or "none"
+        await _finish_call(
+            run, call, ToolResult.error(f'Tool "{call.name}" not found. Available tools: {available}')
+        )
+        return None
+    if call.id in argument_errors:
+        text = f'Invalid arguments for tool "{call.name}": {argument_errors[call.id]}'
+        await _finish_call(run, call, ToolResult.error(text))
+        return None
+    try:
+        args = tool.validate(dict(call.arguments))
+    except ToolArgumentsError as error:
+        await _finish_call(run, call, ToolResult.error(str(error)))
+        return None
+    decision = await run.hooks.before_tool_call(
+        call, args, tool, run.agent, run.signal, run.report_hook_error
+    )
+    await run.emit(
+        ToolDecision,
+        tool_call_id=call.id,
+        tool_name=call.name,
+        decision="block" if decision.blocked else "allow",
+        plugin=decision.plugin,
+        reason=decision.reason,
+    )
+    if decision.blocked:
+        text = f'Tool call "{call.name}" was blocked by {decision.plugin}: {decision.reason}'
+        await _finish_call(run, call, ToolResult.error(text))
+        return None
+    return _Prepared(index, call, tool, args)
+
+
+async def _invoke(prepared: _Prepared, queue: asyncio.Queue[tuple[int, bool, Any]]) -> None:
+    tool, context = prepared.tool, prepared.context
+    assert context is not None
+    try:
+        if tool.timeout_s is not None:
+            async with asyncio.timeout(tool.timeout_s):
+                value = await tool.run(prepared.args, context)
+        else:
+            value = await tool.run(prepared.args, context)
+        result = _to_result(value)
+    except TimeoutError:
+        result = ToolResult.error(f'Tool "{tool.name}" timed out after {tool.timeout_s:g} s')
+    except asyncio.CancelledError:
+        context._finished = True
+        raise
+    except Exception as error:
+        detail = str(error) or type(error).__name__
+        result = ToolResult.error(f'Tool "{tool.name}" failed: {type(error).__name__}: {detail}')
+    context._finished = True
+    queue.put_nowait((prepared.index, True, result))
+
+
+async def _execute(run: Run, batch: list[_Prepared]) -> None:
+    queue: asyncio.Queue[tuple[int, bool, Any]] = asyncio.Queue()
+    locks: FileLocks = run.core.file_locks
+    for prepared in batch:
+        prepared.context = _CallContext(prepared.call.id, prepared.index, run.signal, queue, locks)
+    by_index = {prepared.index: prepared for prepared in batch}
+    sequential = any(prepared.tool.sequential for prepared in batch)
+    waiting = list(batch)
+    tasks: dict[int, asyncio.Task[None]] = {}
+
+    def launch(count: int) -> None:
+        for prepared in waiting[:count]:
+            tasks[prepared.index] = asyncio.create_task(_invoke(prepared, queue))
+        del waiting[:count]
+
+    launch(1 if sequential else len(waiting))
+    limit = run.settings.tools.max_result_chars
+    try:
+        while tasks:
+            run.abortable = True
+            try:
+                index, done, value = await queue.get()
+            finally:
+                run.abortable = False
+            prepared = by_index[index]
+            if not done:
+                if index in tasks:
+                    await run.emit(
+                        ToolExecutionUpdate,
+                        tool_call_id=prepared.call.id,
+                        tool_name=prepared.call.name,
+                        partial_result=value,
+                    )
+                continue
+            tasks.pop(index)
+            result = await run.hooks.after_tool_result(
+                prepared.call, value, run.agent, run.signal, run.report_hook_error
+            )
+            await _finish_call(run, prepared.call, _cap(result, limit))
+            if sequential and waiting and not run.signal.aborted:
+                launch(1)
+            if run.signal.aborted:
+                break
+    except asyncio.CancelledError:
+        if not run.signal.aborted:
+            raise
+        if run.task is not None and run.task.cancelling():
+            run.task.uncancel()
+    finally:
+        await _stop_tasks(list(tasks.values()), run.settings.tools.abort_grace_s)
+    for prepared in batch:
+        if prepared.call.id not in run.batch_results:
+            await _finish_call(run, prepared.call, ToolResult.error("Tool call aborted"))
+
+
+async def _stop_tasks(tasks: list[asyncio.Task[None]], grace_s: float) -> None:
+    pending = [task for task in tasks if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=grace_s)
+
+
+def _length_cut_result(call: ToolCall) -> ToolResult:
+    return ToolResult.error(
+        f'Tool call "{call.name}" was not executed: the reply was cut off by the output '
+        "token limit (stop_reason=length), so its arguments may be incomplete."
+    )
+
+
+async def execute_tool_calls(
+    run: Run, message: AssistantMessage, argument_errors: Mapping[str, str]
+) -> None:
+    """Run every tool call of ``message``; its results join the transcript in call order."""
+    calls = message.tool_calls
+    batch: list[_Prepared] = []
+    if message.stop_reason == "length":
+        for call in calls:
+            run.core.pending_tool_calls[call.id] = None
+            await run.emit(
+                ToolExecutionStart,
+                tool_call_id=call.id,
+                tool_name=call.name,
+                args=dict(call.arguments),
+            )
+            await _finish_call(run, call, _length_cut_result(call))
+    else:
+        for index, call in enumerate(calls):
+            if run.signal.aborted:
+                break
+            prepared = await _prepare(run, index, call, argument_errors)
+            if prepared is not None:
+                batch.append(prepared)
+        if batch and not run.signal.aborted:
+            await _execute(run, batch)
+    await settle_tool_calls(run, "Tool call aborted" if run.signal.aborted else "Tool call skipped")
+
+
+async def settle_tool_calls(run: Run, reason: str) -> None:
+    """Give every call of the turn's assistant message exactly one result, in call order.
+
+    Calls still pending get their ``tool_execution_end`` with an error ``reason``; then
+    each call without a tool-result message gets one (its final result if it has one).
+    Used at the end of every batch and when a run fails, stops or aborts mid-batch.
+    """
+    message = run.turn_message
+    if message is None:
+        return
+    calls = message.tool_calls
+    by_id = {call.id: call for call in calls}
+    for call_id in list(run.core.pending_tool_calls):
+        call = by_id.get(call_id)
+        if call is None:
+            run.core.pending_tool_calls.pop(call_id, None)
+            continue
+        await _finish_call(run, call, ToolResult.error(reason))
+    answered = {result.tool_call_id for result in run.turn_results}
+    for call in calls:
+        if call.id in answered:
+            continue
+        result = run.batch_results.get(call.id) or ToolResult.error(reason)
+        await run.add_message(
+            ToolResultMessage(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=result.content,
+                details=result.details,
+                is_error=result.is_error,
+            )
+        )

@@ -1,0 +1,68 @@
+"""Built-in (essential): the fallback compaction, run last.
+
+Drops the oldest whole turns and puts a :class:`~mainspring.messages.CompactionSummary`
+marker in their place (the default ``convert_to_llm`` renders it for the model). A cut
+never falls between a tool call and its results: it only happens just before a user
+message or an assistant message. The kept tail is the longest that fits
+``settings.compaction.keep_recent_tokens`` (and the usable window), and always includes
+the newest message. A plugin with a real summary (see the ``summary-compaction`` example)
+runs before this one and wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import CompactionResult
+from ..hookspecs import hookimpl
+from ..messages import CompactionSummary, ToolResultMessage
+from .tokens import estimate_tokens
+
+__all__ = ["compact", "cut_index", "safe_cut_points"]
+
+
+def safe_cut_points(messages: Sequence[Any]) -> list[int]:
+    """Indexes where the transcript may be cut: never at a tool result."""
+    return [
+        index
+        for index, message in enumerate(messages)
+        if index > 0 and not isinstance(message, ToolResultMessage)
+    ]
+
+
+def cut_index(messages: Sequence[Any], budget_tokens: int) -> int | None:
+    """The earliest safe cut whose tail fits ``budget_tokens`` (else the latest cut)."""
+    points = safe_cut_points(messages)
+    if not points:
+        return None
+    for index in points:
+        if estimate_tokens(messages[index:]) <= budget_tokens:
+            return index
+    return points[-1]
+
+
+@hookimpl(trylast=True)
+def compact(messages: tuple[Any, ...], model: Any, agent: Any) -> CompactionResult | None:
+    """Replace the oldest whole turns with a marker message."""
+    settings = agent.settings.compaction
+    window = model.context_window
+    budget = min(settings.keep_recent_tokens, max(window - settings.reserve_for(window), 0) // 2)
+    body = list(messages)
+    removed_before = 0
+    while body and isinstance(body[0], CompactionSummary):
+        removed_before += body.pop(0).removed
+    index = cut_index(body, budget)
+    if index is None:
+        return None
+    dropped, kept = body[:index], body[index:]
+    removed = removed_before + len(dropped)
+    marker = CompactionSummary(
+        summary=(
+            f"{removed} earlier messages were removed to save space; no summary is available. "
+            "Ask the user if something from before is needed."
+        ),
+        removed=removed,
+        tokens_before=estimate_tokens(messages),
+    )
+    return CompactionResult((marker, *kept), summary=marker.summary)

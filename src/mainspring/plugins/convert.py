@@ -1,0 +1,43 @@
+"""Built-in (essential): the default ``convert_to_llm``, run last.
+
+Keeps only what a provider can take: user and tool-result messages, and assistant
+messages that completed. Assistant messages that ended in ``error`` or ``aborted`` are
+dropped (their tool calls were never executed), and so is every custom role except the
+built-in compaction summary, which becomes a user message; a plugin that wants the model
+to see its own custom message converts it in an earlier implementation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..hookspecs import hookimpl
+from ..messages import AssistantMessage, CompactionSummary, ToolResultMessage, UserMessage
+
+__all__ = ["convert_to_llm", "render_summary"]
+
+
+def render_summary(summary: CompactionSummary) -> UserMessage:
+    """The user message the model sees in place of a compacted part of the transcript."""
+    return UserMessage(
+        content=(
+            f"[The earlier part of this conversation ({summary.removed} messages) was "
+            f"compacted to fit the context window.]\n{summary.summary}"
+        ),
+        timestamp=summary.timestamp,
+    )
+
+
+@hookimpl(trylast=True)
+def convert_to_llm(messages: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Drop custom roles and failed assistant messages."""
+    kept = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            if message.stop_reason not in ("error", "aborted"):
+                kept.append(message)
+        elif isinstance(message, UserMessage | ToolResultMessage):
+            kept.append(message)
+        elif isinstance(message, CompactionSummary):
+            kept.append(render_summary(message))
+    return tuple(kept)

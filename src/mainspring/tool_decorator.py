@@ -1,0 +1,435 @@
+"""``@tool``: build a :class:`~mainspring.tools.Tool` from a typed function.
+
+::
+
+    @tool
+    async def read_file(path: str, limit: int = 200, ctx: ToolContext | None = None) -> str:
+        \"\"\"Read a text file.
+
+        Args:
+            path: The file to read.
+            limit: At most this many lines.
+        \"\"\"
+
+gives a tool named ``read_file`` whose description is the docstring without its
+argument section, and whose parameters are a pydantic model ``ReadFileArgs`` built from
+the signature:
+
+- Each parameter becomes a field with its type hint (``Any`` when there is none), its
+  default (required when there is none) and any ``Annotated[..., Field(...)]`` or
+  ``= Field(...)`` settings. A description documented in the docstring is used unless
+  the ``Field`` gives its own.
+- The model forbids extra keys (``extra="forbid"``), so a misspelt argument is reported
+  to the model instead of silently dropped. Values are otherwise validated in pydantic's
+  lax mode (``"5"`` becomes ``5`` for an ``int``).
+- A parameter annotated :class:`~mainspring.tools.ToolContext` (or ``ToolContext |
+  None``), or an unannotated parameter named ``ctx``, is not part of the schema: the
+  running call's context is passed to it.
+- ``*args`` and ``**kwargs`` are rejected (``TypeError``), as are generator functions.
+
+An ``async def`` function is awaited on the event loop; a plain function runs in a
+worker thread. Whatever the function returns is the tool's result (the kernel accepts a
+:class:`~mainspring.tools.ToolResult`, a ``str``, or any value it serialises to JSON).
+The original function stays reachable as ``tool.execute.__wrapped__``.
+
+Docstring argument sections understood: Google (``Args:``, ``Arguments:``,
+``Parameters:``, ``Params:``, ``Keyword Args:``, ``Other Parameters:`` with entries
+``name: text`` or ``name (type): text`` and indented continuation lines), reST
+(``:param name: text`` / ``:param type name: text``, ``:type name:`` lines dropped) and
+NumPy (``Parameters`` underlined with dashes, ``name : type`` entries with indented
+descriptions).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any, Final, Union, overload
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.errors import PydanticUserError
+from pydantic.fields import FieldInfo
+
+from .tools import Tool, ToolContext
+
+__all__ = ["parse_docstring", "tool"]
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    sequential: bool = False,
+    timeout_s: float | None = None,
+    label: str | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    sequential: bool = False,
+    timeout_s: float | None = None,
+    label: str | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a function into a :class:`~mainspring.tools.Tool` (see the module docs).
+
+    Use bare (``@tool``) or with options (``@tool(name=..., description=...,
+    sequential=..., timeout_s=..., label=...)``). ``name`` defaults to the function's
+    name and ``description`` to its docstring without the argument section; the other
+    options are passed to :class:`~mainspring.tools.Tool` unchanged. Raises
+    ``TypeError`` when the function cannot become a tool, naming the function and why.
+    """
+
+    def build(func: Callable[..., Any]) -> Tool:
+        return _build(
+            func,
+            name=name,
+            description=description,
+            sequential=sequential,
+            timeout_s=timeout_s,
+            label=label,
+        )
+
+    if fn is None:
+        return build
+    if not callable(fn):
+        raise TypeError(
+            f"@tool expects a function, got {fn!r}; pass options by keyword: @tool(name=...)"
+        )
+    return build(fn)
+
+
+# -- building ---------------------------------------------------------------------------
+
+_CONFIG: Final = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+def _build(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    sequential: bool,
+    timeout_s: float | None,
+    label: str | None,
+) -> Tool:
+    where = f"@tool {getattr(fn, '__qualname__', None) or repr(fn)}"
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(f"{where}: generator functions cannot be tools; return a value")
+    tool_name = name or getattr(fn, "__name__", "")
+    if not tool_name or not isinstance(tool_name, str) or tool_name == "<lambda>":
+        raise TypeError(f"{where}: cannot name this tool; pass @tool(name=...)")
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{where}: cannot read its signature: {error}") from error
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as error:
+        raise TypeError(f"{where}: cannot resolve its type hints: {error}") from error
+    summary, documented = parse_docstring(inspect.getdoc(fn) or "")
+
+    fields: dict[str, Any] = {}
+    # (parameter name, model field name or None for the context, positional-only)
+    plan: list[tuple[str, str | None, bool]] = []
+    context_parameter: str | None = None
+    taken = set(signature.parameters)
+    for index, parameter in enumerate(signature.parameters.values()):
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            raise TypeError(
+                f"{where}: *{parameter.name} is not supported; declare each argument by name"
+            )
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            raise TypeError(
+                f"{where}: **{parameter.name} is not supported; declare each argument by name"
+            )
+        positional_only = parameter.kind is inspect.Parameter.POSITIONAL_ONLY
+        hint = hints.get(parameter.name, Any)
+        if _is_context(hint) or (parameter.name == "ctx" and parameter.name not in hints):
+            if context_parameter is not None:
+                raise TypeError(
+                    f"{where}: two context parameters ({context_parameter!r} and "
+                    f"{parameter.name!r}); take the ToolContext once"
+                )
+            context_parameter = parameter.name
+            plan.append((parameter.name, None, positional_only))
+            continue
+        field_name = _field_name(parameter.name, index, taken)
+        taken.add(field_name)
+        extra: list[FieldInfo] = []
+        if field_name != parameter.name:
+            extra.append(Field(alias=parameter.name))
+        doc = documented.get(parameter.name)
+        if doc:
+            extra.append(Field(description=doc))
+        annotation = _annotate(hint, extra)
+        if parameter.default is inspect.Parameter.empty:
+            fields[field_name] = annotation
+        else:
+            fields[field_name] = (annotation, parameter.default)
+        plan.append((parameter.name, field_name, positional_only))
+
+    try:
+        model: type[BaseModel] = create_model(
+            _model_name(tool_name),
+            __config__=_CONFIG,
+            __module__=getattr(fn, "__module__", None) or __name__,
+            **fields,
+        )
+    except (PydanticUserError, TypeError, ValueError, NameError) as error:
+        raise TypeError(f"{where}: cannot build its argument model: {error}") from error
+
+    def arguments(args: Any, ctx: ToolContext) -> tuple[list[Any], dict[str, Any]]:
+        if not isinstance(args, model):
+            args = built.validate(args)
+        positional: list[Any] = []
+        keyword: dict[str, Any] = {}
+        for parameter_name, field_name, positional_only in plan:
+            value = ctx if field_name is None else getattr(args, field_name)
+            if positional_only:
+                positional.append(value)
+            else:
+                keyword[parameter_name] = value
+        return positional, keyword
+
+    execute: Callable[[Any, ToolContext], Any]
+    if _is_async(fn):
+
+        @functools.wraps(fn)
+        async def execute_async(args: Any, ctx: ToolContext) -> Any:
+            positional, keyword = arguments(args, ctx)
+            return await fn(*positional, **keyword)
+
+        execute = execute_async
+    else:
+
+        @functools.wraps(fn)
+        def execute_sync(args: Any, ctx: ToolContext) -> Any:
+            positional, keyword = arguments(args, ctx)
+            return fn(*positional, **keyword)
+
+        execute = execute_sync
+
+    try:
+        built = Tool(
+            tool_name,
+            summary if description is None else description,
+            model,
+            execute,
+            sequential=sequential,
+            timeout_s=timeout_s,
+            label=label,
+        )
+    except (PydanticUserError, TypeError) as error:
+        raise TypeError(f"{where}: cannot describe its parameters: {error}") from error
+    return built
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
+
+
+def _is_context(hint: Any) -> bool:
+    """``ToolContext``, ``ToolContext | None`` or either inside ``Annotated``."""
+    if typing.get_origin(hint) is Annotated:
+        hint = typing.get_args(hint)[0]
+    if hint is ToolContext:
+        return True
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        members = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return len(members) == 1 and members[0] is ToolContext
+    return False
+
+
+def _field_name(parameter: str, index: int, taken: set[str]) -> str:
+    """A model field name for ``parameter``: itself unless pydantic cannot use it (a
+    leading underscore, or a ``BaseModel`` attribute such as ``json``), in which case a
+    stand-in is returned and the parameter name becomes the field's alias."""
+    if not parameter.startswith("_") and not hasattr(BaseModel, parameter):
+        return parameter
+    candidate = f"arg{index}_{parameter.lstrip('_')}"
+    while candidate in taken or hasattr(BaseModel, candidate):
+        candidate += "_"
+    return candidate
+
+
+def _annotate(hint: Any, extra: list[FieldInfo]) -> Any:
+    """``hint`` with ``extra`` field settings placed before its own ``Annotated``
+    metadata, so that the function's own ``Field(...)`` wins over the docstring."""
+    if not extra:
+        return hint
+    if typing.get_origin(hint) is Annotated:
+        base, *metadata = typing.get_args(hint)
+    else:
+        base, metadata = hint, []
+    return Annotated.__class_getitem__((base, *extra, *metadata))  # type: ignore[attr-defined]
+
+
+def _model_name(tool_name: str) -> str:
+    """``read_file`` → ``ReadFileArgs``."""
+    parts = [part for part in re.split(r"[^0-9A-Za-z]+", tool_name) if part]
+    stem = "".join(part[:1].upper() + part[1:] for part in parts) or "Tool"
+    if not stem[0].isalpha():
+        stem = "Tool" + stem
+    return stem + "Args"
+
+
+# -- docstrings -------------------------------------------------------------------------
+
+_GOOGLE_HEADER: Final = re.compile(
+    r"^(?:args|arguments|parameters|params|keyword args|keyword arguments|kwargs"
+    r"|other parameters)\s*:\s*$",
+    re.IGNORECASE,
+)
+_GOOGLE_ENTRY: Final = re.compile(
+    r"^(?P<name>\*{0,2}[A-Za-z_]\w*)\s*(?:\((?P<type>.*?)\))?\s*:(?:\s*(?P<text>.*))?$"
+)
+_NUMPY_HEADER: Final = re.compile(r"^(?:parameters|other parameters)$", re.IGNORECASE)
+_NUMPY_UNDERLINE: Final = re.compile(r"^\s*-{3,}\s*$")
+_NUMPY_ENTRY: Final = re.compile(
+    r"^(?P<names>\*{0,2}[A-Za-z_]\w*(?:\s*,\s*\*{0,2}[A-Za-z_]\w*)*)\s*(?::\s*(?P<type>.*))?$"
+)
+_REST_PARAM: Final = re.compile(
+    r"^:(?:param|parameter|arg|argument|key|keyword)\s+(?:(?P<type>[^:]+?)\s+)?"
+    r"(?P<name>\*{0,2}[A-Za-z_]\w*)\s*:(?P<text>.*)$"
+)
+_REST_TYPE: Final = re.compile(r"^:type\s+\*{0,2}[A-Za-z_]\w*\s*:")
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a (cleaned) docstring into its description and per-parameter descriptions.
+
+    The description is the docstring with every parameter section removed (Google,
+    NumPy or reST style, see the module docs), stripped, with runs of blank lines
+    collapsed to one. Parameter descriptions join their lines with single spaces; a
+    parameter documented without text is left out.
+    """
+    lines = inspect.cleandoc(doc).splitlines() if doc else []
+    kept: list[str] = []
+    documented: dict[str, str] = {}
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        stripped = line.strip()
+        indent = _indent(line)
+        if (
+            _NUMPY_HEADER.match(stripped)
+            and index + 1 < len(lines)
+            and _NUMPY_UNDERLINE.match(lines[index + 1])
+        ):
+            index = _numpy_section(lines, index + 2, indent, documented)
+        elif _GOOGLE_HEADER.match(stripped):
+            index = _google_section(lines, index + 1, indent, documented)
+        elif _REST_PARAM.match(stripped) or _REST_TYPE.match(stripped):
+            index = _rest_field(lines, index, indent, documented)
+        else:
+            kept.append(line)
+            index += 1
+    description = re.sub(r"\n\s*\n(?:\s*\n)+", "\n\n", "\n".join(kept)).strip()
+    return description, documented
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _record(documented: dict[str, str], names: list[str], parts: list[str]) -> None:
+    text = " ".join(part for part in parts if part)
+    if not text:
+        return
+    for name in names:
+        documented[name.lstrip("*")] = text
+
+
+def _google_section(
+    lines: list[str], start: int, header_indent: int, documented: dict[str, str]
+) -> int:
+    """Read entries indented under a Google header; return the index after the section."""
+    entry_indent: int | None = None
+    names: list[str] = []
+    parts: list[str] = []
+    end = start
+    index = start
+    while index < len(lines):
+        line = lines[index]
+        if not line.strip():
+            index += 1
+            continue
+        indent = _indent(line)
+        if indent <= header_indent:
+            break
+        if entry_indent is None:
+            entry_indent = indent
+        entry = _GOOGLE_ENTRY.match(line.strip()) if indent <= entry_indent else None
+        if entry:
+            _record(documented, names, parts)
+            names, parts = [entry["name"]], [(entry["text"] or "").strip()]
+        else:
+            parts.append(line.strip())
+        index += 1
+        end = index
+    _record(documented, names, parts)
+    return end
+
+
+def _numpy_section(
+    lines: list[str], start: int, header_indent: int, documented: dict[str, str]
+) -> int:
+    """Read ``name : type`` entries after a NumPy header's underline; the section ends
+    at the next underlined header or at a header-level line that is not an entry."""
+    names: list[str] = []
+    parts: list[str] = []
+    end = start
+    index = start
+    while index < len(lines):
+        line = lines[index]
+        stripped = line.strip()
+        if not stripped:
+            index += 1
+            continue
+        indent = _indent(line)
+        if indent <= header_indent:
+            if index + 1 < len(lines) and _NUMPY_UNDERLINE.match(lines[index + 1]):
+                break
+            entry = _NUMPY_ENTRY.match(stripped)
+            if entry is None:
+                break
+            _record(documented, names, parts)
+            names = [name.strip() for name in entry["names"].split(",")]
+            parts = []
+        else:
+            parts.append(stripped)
+        index += 1
+        end = index
+    _record(documented, names, parts)
+    return end
+
+
+def _rest_field(lines: list[str], start: int, indent: int, documented: dict[str, str]) -> int:
+    """Read one ``:param ...:`` (recorded) or ``:type ...:`` (dropped) field and its
+    more-indented continuation lines; return the index after it."""
+    first = lines[start].strip()
+    index = start + 1
+    parts = []
+    while index < len(lines) and lines[index].strip() and _indent(lines[index]) > indent:
+        parts.append(lines[index].strip())
+        index += 1
+    param = _REST_PARAM.match(first)
+    if param:
+        _record(documented, [param["name"]], [param["text"].strip(), *parts])
+    return index

