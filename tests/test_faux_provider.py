@@ -343,6 +343,10 @@ def test_static_steps_are_validated_when_scripted() -> None:
         faux.tool_call("t", {"x": object()})
     with pytest.raises(TypeError, match="sequence of steps"):
         FauxProvider("just a string")
+    with pytest.raises(TypeError, match="sequence of steps"):
+        FauxProvider(faux.text("one step, not a list"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="sequence of steps"):
+        FauxProvider(AssistantMessage())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="chunk_size"):
         FauxProvider(chunk_size=0)
     with pytest.raises(ValueError, match="delay_s"):

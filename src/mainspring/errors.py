@@ -67,7 +67,7 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-class StopRun(Exception):  # noqa: N818 - a deliberate signal, not an error
+class StopRun(Exception):
     """Raised by a run-time hook to end the run deliberately.
 
     The run ends with ``agent_end.reason="stopped_by_hook"`` and ``detail=reason``;

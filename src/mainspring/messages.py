@@ -163,6 +163,7 @@ LLMMessage: TypeAlias = Annotated[
 Message: TypeAlias = BaseModel
 """Any transcript entry: an :data:`LLMMessage` or a custom frozen model with a ``role``."""
 
+
 class CompactionSummary(_Frozen):
     """Stands for the messages a compaction removed; rendered to the model as text.
 

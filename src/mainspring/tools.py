@@ -157,6 +157,12 @@ class Tool:
         if timeout_s is not None and timeout_s <= 0:
             raise ValueError(f'tool "{name}": timeout_s must be positive, got {timeout_s}')
         if isinstance(parameters, dict):
+            from .json_schema import check_schema
+
+            try:
+                check_schema(parameters)
+            except ValueError as error:
+                raise ValueError(f'tool "{name}": {error}') from None
             self._schema: dict[str, Any] = parameters
         elif isinstance(parameters, type) and issubclass(parameters, BaseModel):
             self._schema = parameters.model_json_schema()
@@ -198,7 +204,7 @@ class Tool:
     async def run(self, args: Any, ctx: ToolContext) -> Any:
         """Call ``execute``: awaited if async, else in a worker thread."""
         if self._is_async:
-            return await self.execute(args, ctx)  # type: ignore[misc]
+            return await self.execute(args, ctx)
         result = await asyncio.to_thread(self.execute, args, ctx)
         if inspect.isawaitable(result):
             return await result

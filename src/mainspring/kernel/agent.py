@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
@@ -33,10 +32,7 @@ DEFAULT_MODEL = "local:smollm2-135m"
 def _as_messages(value: str | Any | Sequence[Any]) -> list[Any]:
     if isinstance(value, str):
         return [UserMessage(content=value)]
-    if isinstance(value, Sequence):
-        messages = list(value)
-    else:
-        messages = [value]
+    messages = list(value) if isinstance(value, Sequence) else [value]
     for message in messages:
         if not isinstance(getattr(message, "role", None), str):
             raise TypeError(f"not a message: {message!r} (expected a str or message objects)")
@@ -129,7 +125,11 @@ class Agent:
             if override is not None:
                 catalogue = getattr(override, "models", None) or {}
                 first = next(iter(catalogue.values()), None)
-                return first if isinstance(first, Model) else Model(provider=override.name, id="default")
+                return (
+                    first
+                    if isinstance(first, Model)
+                    else Model(provider=override.name, id="default")
+                )
             model = DEFAULT_MODEL
         provider_name, sep, model_id = model.partition(":")
         if not sep or not provider_name or not model_id:
@@ -364,5 +364,3 @@ class Agent:
     def __repr__(self) -> str:
         state = "running" if self._core.is_streaming else "idle"
         return f"<Agent {self._core.model.ref} {state}, {len(self._core.messages)} messages>"
-
-

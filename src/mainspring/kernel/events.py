@@ -248,7 +248,7 @@ def _plain(value: Any) -> Any:
 def event_to_dict(event: Event) -> dict[str, Any]:
     """A JSON-ready dict of ``event``: ``type`` first, then its fields."""
     data: dict[str, Any] = {"type": event.type}
-    for item in dataclasses.fields(event):
+    for item in dataclasses.fields(event):  # type: ignore[arg-type]
         data[item.name] = _plain(getattr(event, item.name))
     return data
 

@@ -144,16 +144,17 @@ class Hooks:
             except HookError as error:
                 await report(error, "call blocked (fail closed)")
                 return GateDecision(
-                    True, impl.plugin, f"blocked: the permission gate {impl.plugin!r} failed"
-                    f" ({error.cause_text})"
+                    True,
+                    impl.plugin,
+                    f"blocked: the permission gate {impl.plugin!r} failed ({error.cause_text})",
                 )
             if result is None:
                 continue
             if isinstance(result, Block):
                 return GateDecision(True, impl.plugin, result.reason)
-            error = HookError("before_tool_call", impl.plugin, f"returned {result!r}, not a Block")
-            await report(error, "call blocked (fail closed)")
-            return GateDecision(True, impl.plugin, f"blocked: {error}")
+            wrong = HookError("before_tool_call", impl.plugin, f"returned {result!r}, not a Block")
+            await report(wrong, "call blocked (fail closed)")
+            return GateDecision(True, impl.plugin, f"blocked: {wrong}")
         return GateDecision(False)
 
     async def after_tool_result(
@@ -166,9 +167,7 @@ class Hooks:
             try:
                 replacement = await impl.call("after_tool_result", kwargs)
                 if replacement is not None and not isinstance(replacement, ToolResult):
-                    raise HookError(
-                        "after_tool_result", impl.plugin, f"returned {replacement!r}"
-                    )
+                    raise HookError("after_tool_result", impl.plugin, f"returned {replacement!r}")
             except HookError as error:
                 await report(error, "result withheld and replaced by an error (fail closed)")
                 return ToolResult.error(
@@ -214,7 +213,9 @@ class Hooks:
         collected: list[tuple[str, Provider]] = []
         for impl in reversed(self.relay.implementations("register_providers")):
             providers = impl.call_sync("register_providers", {})
-            for item in _as_tuple(providers, "register_providers", impl.plugin) if providers else ():
+            for item in (
+                _as_tuple(providers, "register_providers", impl.plugin) if providers else ()
+            ):
                 if not isinstance(getattr(item, "name", None), str) or not callable(
                     getattr(item, "stream", None)
                 ):

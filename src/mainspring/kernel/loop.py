@@ -12,9 +12,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from ..logs import get_logger
-
 from ..errors import HookError, StopRun
+from ..logs import get_logger
 from ..messages import AssistantMessage, ToolCall
 from .events import AgentEnd, AgentEndReason, AgentStart, MessageEnd
 from .request import request_reply

@@ -162,9 +162,13 @@ def _register(
     try:
         pm.register(plugin, name=name)
     except pluggy.PluginValidationError as error:
-        raise PluginLoadError(f"plugin {name!r} is invalid: {error}. {hint}", plugin=name) from error
+        raise PluginLoadError(
+            f"plugin {name!r} is invalid: {error}. {hint}", plugin=name
+        ) from error
     except ValueError as error:
-        raise PluginLoadError(f"plugin {name!r} could not be registered: {error}", plugin=name) from error
+        raise PluginLoadError(
+            f"plugin {name!r} could not be registered: {error}", plugin=name
+        ) from error
     try:
         _validate(pm, plugin, name)
     except PluginLoadError as error:
@@ -177,9 +181,7 @@ def _inprocess_name(plugin: Any, taken: set[str]) -> str:
     explicit = getattr(plugin, "name", None)
     if isinstance(explicit, str) and explicit:
         base = explicit
-    elif isinstance(plugin, ModuleType):
-        base = plugin.__name__
-    elif inspect.isclass(plugin):
+    elif isinstance(plugin, ModuleType) or inspect.isclass(plugin):
         base = plugin.__name__
     else:
         base = type(plugin).__name__
@@ -245,11 +247,18 @@ def load_plugins(
             continue
         module = importlib.import_module(module_name)
         hooks = _register(pm, module, name, hint="(a built-in plugin)")
-        infos.append(PluginInfo(name, "builtin", module, "mainspring", None, hooks, essential=essential))
+        infos.append(
+            PluginInfo(name, "builtin", module, "mainspring", None, hooks, essential=essential)
+        )
     for ep in _installed(controls):
         plugin, dist_name, version = _load_entry_point(ep)
         hooks = _register(
-            pm, plugin, ep.name, hint=_disable_hint(ep.name), distribution=dist_name, version=version
+            pm,
+            plugin,
+            ep.name,
+            hint=_disable_hint(ep.name),
+            distribution=dist_name,
+            version=version,
         )
         infos.append(PluginInfo(ep.name, "entrypoint", plugin, dist_name, version, hooks))
     taken = {info.name for info in infos}

@@ -14,9 +14,8 @@ import random
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..logs import get_logger
-
 from ..errors import HookError
+from ..logs import get_logger
 from ..messages import AssistantMessage
 from ..providers.base import ModelRequest, ProviderError, StreamDone, StreamEvent
 from .events import CompactionEnd, CompactionStart, MessageEnd, MessageStart, MessageUpdate, Retry
@@ -44,8 +43,8 @@ def retry_delay(attempt: int, error: ProviderError, base_s: float, max_s: float)
     """Seconds before retry ``attempt`` (1-based): ``retry_after``, else jittered backoff."""
     if error.retry_after is not None:
         return max(0.0, min(error.retry_after, max_s))
-    delay = base_s * 2 ** (attempt - 1)
-    return max(0.0, min(delay * random.uniform(0.5, 1.5), max_s))
+    delay: float = base_s * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
+    return max(0.0, min(delay, max_s))
 
 
 def _describe(error: BaseException) -> str:
@@ -256,7 +255,9 @@ async def request_reply(run: Run) -> Reply:
                 continue
             return await _kept_failure(run, "error", f"{failure.message} (compaction failed)")
         attempt += 1
-        delay = retry_delay(attempt, failure, settings.retry.base_delay_s, settings.retry.max_delay_s)
+        delay = retry_delay(
+            attempt, failure, settings.retry.base_delay_s, settings.retry.max_delay_s
+        )
         await run.set_phase("retry")
         await run.emit(
             Retry,

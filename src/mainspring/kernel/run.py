@@ -13,9 +13,8 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
-from ..logs import get_logger
-
 from ..errors import HookError
+from ..logs import get_logger
 from ..messages import AssistantMessage, ToolResultMessage
 from ..tools import ToolResult
 from .events import (

@@ -79,12 +79,13 @@ class StreamAssembler:
         elif isinstance(delta, ToolCallStart):
             self._start_call(delta.id, delta.name)
         elif isinstance(delta, ToolCallDelta):
-            builder = self._by_wire_id.get(delta.id) or self._start_call(delta.id, "")
+            existing = self._by_wire_id.get(delta.id)
+            builder = existing if existing is not None else self._start_call(delta.id, "")
             builder.fragments.append(delta.arguments_json_fragment)
         elif isinstance(delta, ToolCallEnd):
-            builder = self._by_wire_id.get(delta.id)
-            if builder is not None:
-                self._parse(builder)
+            ended = self._by_wire_id.get(delta.id)
+            if ended is not None:
+                self._parse(ended)
         elif isinstance(delta, UsageReport):
             self.usage = delta.usage
         elif isinstance(delta, StreamDone):

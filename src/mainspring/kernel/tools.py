@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from pydantic import BaseModel
 
-from ..messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+from ..messages import AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
 from ..tools import Tool, ToolArgumentsError, ToolResult
 from .events import ToolDecision, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
 from .signal import AbortSignal
@@ -52,7 +52,7 @@ class FileLocks:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._loop, self._locks = loop, {}
-        key = os.path.realpath(os.fspath(path))
+        key = os.path.realpath(os.fspath(path))  # noqa: ASYNC240 - a few lstat calls
         lock = self._locks.get(key)
         if lock is None:
             lock = self._locks[key] = asyncio.Lock()
@@ -114,10 +114,12 @@ def _cap(result: ToolResult, limit: int | None) -> ToolResult:
     total = sum(len(block.text) for block in result.content if isinstance(block, TextContent))
     if total <= limit:
         return result
-    remaining, content = limit, []
+    remaining = limit
+    content: list[TextContent | ImageContent] = []
     for block in result.content:
         if isinstance(block, TextContent):
-            content.append(TextContent(text=block.text[: max(remaining, 0)]))
+            if remaining > 0:
+                content.append(TextContent(text=block.text[:remaining]))
             remaining -= len(block.text)
         else:
             content.append(block)
@@ -164,7 +166,9 @@ async def _prepare(
     if tool is None:
         available = ", ".join(sorted(run.tools)) or "none"
         await _finish_call(
-            run, call, ToolResult.error(f'Tool "{call.name}" not found. Available tools: {available}')
+            run,
+            call,
+            ToolResult.error(f'Tool "{call.name}" not found. Available tools: {available}'),
         )
         return None
     if call.id in argument_errors:

@@ -31,7 +31,7 @@ def render_summary(summary: CompactionSummary) -> UserMessage:
 @hookimpl(trylast=True)
 def convert_to_llm(messages: tuple[Any, ...]) -> tuple[Any, ...]:
     """Drop custom roles and failed assistant messages."""
-    kept = []
+    kept: list[Any] = []
     for message in messages:
         if isinstance(message, AssistantMessage):
             if message.stop_reason not in ("error", "aborted"):

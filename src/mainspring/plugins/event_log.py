@@ -10,9 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..logs import get_logger
-
 from ..hookspecs import hookimpl
+from ..logs import get_logger
 
 __all__ = ["on_event"]
 

