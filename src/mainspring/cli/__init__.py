@@ -76,8 +76,18 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     _plugin_options(parser)
 
 
+def _import_plugin(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except Exception as error:
+        raise PluginLoadError(
+            f"--plugin {name}: importing the module failed: {type(error).__name__}: {error}",
+            plugin=name,
+        ) from error
+
+
 def _build_agent(args: argparse.Namespace, **extra: Any) -> Agent:
-    plugins = [importlib.import_module(name) for name in args.plugin]
+    plugins = [_import_plugin(name) for name in args.plugin]
     return Agent(
         model=getattr(args, "model", None),
         system_prompt=getattr(args, "system", ""),
@@ -97,7 +107,7 @@ async def _run(args: argparse.Namespace, agent: Agent) -> int:
 
 
 def _plugins(agent: Agent, as_json: bool) -> int:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": info.name,
             "source": info.source,
@@ -151,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return install_model(lambda line: print(line, flush=True))
     try:
         agent = _build_agent(args)
-    except (PluginLoadError, ValueError, ImportError, TypeError) as error:
+    except (PluginLoadError, ValueError, TypeError) as error:
         print(f"mainspring: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.command == "plugins":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
@@ -165,6 +166,31 @@ class Agent:
     def state(self) -> AgentState:
         """An immutable snapshot of the agent's state."""
         return self._core.snapshot()
+
+    @property
+    def last_message(self) -> Any:
+        """The newest transcript entry (``None`` when empty); cheaper than ``state``."""
+        messages = self._core.messages
+        return messages[-1] if messages else None
+
+    @classmethod
+    def from_session(cls, path: str | os.PathLike[str], **kwargs: Any) -> Agent:
+        """An agent resuming the session file ``path``, recording to it from now on.
+
+        The header's model and system prompt are used unless ``model=`` or
+        ``system_prompt=`` are given; other keyword arguments go to the constructor. A
+        torn last line (a crash mid-write) is logged and skipped; anything else
+        malformed raises :class:`~mainspring.sessions.SessionFormatError`.
+        """
+        from ..sessions import read_session
+
+        session = read_session(path)
+        settings = kwargs.pop("settings", None) or Settings()
+        settings = settings.model_copy(update={"session_path": os.fspath(path)})
+        kwargs.setdefault("system_prompt", session.system_prompt)
+        if kwargs.get("model") is None and kwargs.get("provider") is None:
+            kwargs["model"] = session.model
+        return cls(messages=session.messages, settings=settings, **kwargs)
 
     @property
     def plugins(self) -> PluginSet:

@@ -42,6 +42,7 @@ BUILTIN_PLUGINS: tuple[tuple[str, str, bool], ...] = (
     ("fallback_compaction", "mainspring.plugins.compaction", True),
     ("providers", "mainspring.plugins.providers", False),
     ("max_turns", "mainspring.plugins.max_turns", False),
+    ("session_writer", "mainspring.plugins.session_writer", False),
     ("event_log", "mainspring.plugins.event_log", False),
 )
 """The built-in plugins, registered first; essential ones cannot be disabled."""

@@ -15,12 +15,14 @@ from . import faux
 from .faux import FauxProvider
 from .grammar import RULES, EventGrammarError, check_event_grammar
 from .recorder import EventRecorder
+from .replay import ReplayProvider
 
 __all__ = [
     "RULES",
     "EventGrammarError",
     "EventRecorder",
     "FauxProvider",
+    "ReplayProvider",
     "check_event_grammar",
     "faux",
 ]

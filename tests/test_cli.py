@@ -1,0 +1,125 @@
+"""The ``mainspring`` command, run as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTED = '''
+from mainspring import hookimpl, tool
+from mainspring.testing import FauxProvider, faux
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case the text."""
+    return text.upper()
+
+name = "scripted"
+
+@hookimpl
+def register_providers():
+    return [FauxProvider([faux.tool_call("shout", {"text": "hi"}), faux.text("said HI")],
+                         name="scripted"),
+            FauxProvider([faux.error("the model is down")], name="broken")]
+
+@hookimpl
+def register_tools(agent):
+    return [shout]
+'''
+
+
+@pytest.fixture
+def plugin_dir(tmp_path: Path) -> Path:
+    (tmp_path / "scripted_plugin.py").write_text(SCRIPTED)
+    (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('nope')\n")
+    return tmp_path
+
+
+def _cli(plugin_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(plugin_dir), env.get("PYTHONPATH", "")])
+    env["MAINSPRING_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "mainspring", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_run_streams_text_and_tool_lines(plugin_dir: Path) -> None:
+    done = _cli(plugin_dir, "run", "say hi", "--plugin", "scripted_plugin", "--model", "scripted:x")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "said HI"
+    assert "shout ok" in done.stderr
+
+
+def test_run_json_prints_the_event_stream(plugin_dir: Path) -> None:
+    done = _cli(
+        plugin_dir, "run", "say hi", "--json", "--plugin", "scripted_plugin", "--model", "scripted:x"
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    types = [event["type"] for event in events]
+    assert types[0] == "agent_start"
+    assert types[-1] == "agent_end"
+    assert "tool_execution_end" in types
+    seqs = [event["seq"] for event in events]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    assert events[-1]["reason"] == "stop"
+
+
+def test_run_ending_in_error_exits_1(plugin_dir: Path) -> None:
+    done = _cli(plugin_dir, "run", "hi", "--plugin", "scripted_plugin", "--model", "broken:x")
+    assert done.returncode == 1
+    assert "the model is down" in done.stderr
+
+
+def test_unknown_provider_exits_2(plugin_dir: Path) -> None:
+    done = _cli(plugin_dir, "run", "hi", "--model", "nowhere:x")
+    assert done.returncode == 2
+    assert 'unknown provider "nowhere"' in done.stderr
+
+
+def test_broken_plugin_exits_2(plugin_dir: Path) -> None:
+    done = _cli(plugin_dir, "plugins", "--plugin", "broken_plugin")
+    assert done.returncode == 2
+    assert "nope" in done.stderr
+
+
+def test_bad_usage_exits_2(plugin_dir: Path) -> None:
+    done = _cli(plugin_dir, "run")
+    assert done.returncode == 2
+
+
+def test_plugins_json_lists_builtins_and_in_process_plugins(plugin_dir: Path) -> None:
+    done = _cli(plugin_dir, "plugins", "--json", "--plugin", "scripted_plugin")
+    assert done.returncode == 0, done.stderr
+    rows = {row["name"]: row for row in json.loads(done.stdout)}
+    assert rows["convert_to_llm"]["source"] == "builtin"
+    assert rows["convert_to_llm"]["essential"] is True
+    assert rows["scripted"]["source"] == "inprocess"
+    assert rows["scripted"]["tools"] == ["shout"]
+    assert "register_tools" in rows["scripted"]["hooks"]
+
+
+def test_no_plugin_disables_a_builtin(plugin_dir: Path) -> None:
+    done = _cli(plugin_dir, "plugins", "--json", "--no-plugin", "max_turns")
+    names = [row["name"] for row in json.loads(done.stdout)]
+    assert "max_turns" not in names
+    assert "convert_to_llm" in names
+
+
+def test_tools_lists_each_tool_with_its_plugin(plugin_dir: Path) -> None:
+    done = _cli(plugin_dir, "tools", "--json", "--plugin", "scripted_plugin")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [
+        {"tool": "shout", "plugin": "scripted", "description": "Upper-case the text."}
+    ]
