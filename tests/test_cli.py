@@ -63,7 +63,14 @@ def test_run_streams_text_and_tool_lines(plugin_dir: Path) -> None:
 
 def test_run_json_prints_the_event_stream(plugin_dir: Path) -> None:
     done = _cli(
-        plugin_dir, "run", "say hi", "--json", "--plugin", "scripted_plugin", "--model", "scripted:x"
+        plugin_dir,
+        "run",
+        "say hi",
+        "--json",
+        "--plugin",
+        "scripted_plugin",
+        "--model",
+        "scripted:x",
     )
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]

@@ -140,14 +140,15 @@ async def test_torn_last_line_is_reported_skipped_and_cut_before_appending(
             "content",
         ),
         (
-            '{"type":"session","version":1,"model":"a:b","system_prompt":""}\n'
-            '{"type":"bogus"}\n',
+            '{"type":"session","version":1,"model":"a:b","system_prompt":""}\n{"type":"bogus"}\n',
             2,
             "unknown line type",
         ),
     ],
 )
-def test_malformed_lines_name_the_line(tmp_path: Path, content: str, line: int, reason: str) -> None:
+def test_malformed_lines_name_the_line(
+    tmp_path: Path, content: str, line: int, reason: str
+) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(content)
     with pytest.raises(SessionFormatError) as caught:

@@ -38,6 +38,11 @@ def _parser() -> argparse.ArgumentParser:
     _agent_options(run)
     run.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
 
+    chat = commands.add_parser(
+        "chat", help="interactive loop: type to prompt; typing during a run steers it"
+    )
+    _agent_options(chat)
+
     for name, text in (("plugins", "list loaded plugins"), ("tools", "list available tools")):
         sub = commands.add_parser(name, help=text)
         sub.add_argument("--json", action="store_true", help="print JSON")
@@ -168,6 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _plugins(agent, args.json)
     if args.command == "tools":
         return _tools(agent, args.json)
+    if args.command == "chat":
+        from .chat import chat
+
+        return asyncio.run(chat(agent))
     try:
         return asyncio.run(_run(args, agent))
     except KeyboardInterrupt:

@@ -1,0 +1,168 @@
+"""``mainspring chat`` through a pseudo-terminal: steering by typing, Ctrl-C aborts the run."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import select
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+CHAT_PLUGIN = '''
+import asyncio
+from mainspring import hookimpl
+from mainspring.providers.base import StreamDone, TextDelta
+from mainspring.messages import UserMessage
+
+name = "chatty"
+
+
+class Slow:
+    """Echoes every user message it was sent; the first reply waits for the gate file."""
+
+    name = "slow"
+    models = {}
+
+    def __init__(self):
+        self.calls = 0
+
+    async def stream(self, request, signal):
+        self.calls += 1
+        users = [m.content for m in request.messages if isinstance(m, UserMessage)]
+        if "hold" in users[-1]:
+            yield TextDelta("holding ")
+            while not signal.aborted:
+                await asyncio.sleep(0.01)
+            return
+        if "tool" in users[-1] and self.calls == 1:
+            from mainspring.providers.base import ToolCallStart, ToolCallDelta, ToolCallEnd
+            yield ToolCallStart("c1", "wait")
+            yield ToolCallDelta("c1", "{}")
+            yield ToolCallEnd("c1")
+            yield StreamDone("tool_use")
+            return
+        yield TextDelta("seen: " + " | ".join(users))
+        yield StreamDone("stop")
+
+
+from mainspring import tool
+
+
+@tool
+async def wait() -> str:
+    """Wait until the steering line arrives."""
+    import os
+    while not os.path.exists(os.environ["CHAT_GATE"]):
+        await asyncio.sleep(0.01)
+    return "waited"
+
+
+@hookimpl
+def register_providers():
+    return [Slow()]
+
+
+@hookimpl
+def register_tools(agent):
+    return [wait]
+
+
+@hookimpl
+def on_event(event):
+    import os
+    if event.type == "tool_execution_start":
+        open(os.environ["CHAT_STARTED"], "w").close()
+'''
+
+
+def _controlling_terminal() -> None:
+    """In the child: a new session whose controlling terminal is the pty (so ^C is SIGINT)."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Terminal:
+    """A child process on a pseudo-terminal, read until expected text appears."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.master, slave = pty.openpty()
+        self.process = subprocess.Popen(
+            args,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            close_fds=True,
+            preexec_fn=_controlling_terminal,
+        )
+        os.close(slave)
+        self.screen = ""
+
+    def expect(self, text: str, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.screen:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"{text!r} not seen; screen so far:\n{self.screen}")
+            ready, _, _ = select.select([self.master], [], [], remaining)
+            if ready:
+                try:
+                    self.screen += os.read(self.master, 4096).decode(errors="replace")
+                except OSError:
+                    break
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def close(self) -> int:
+        try:
+            return self.process.wait(timeout=15)
+        finally:
+            os.close(self.master)
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Terminal:
+    (tmp_path / "chat_plugin.py").write_text(CHAT_PLUGIN)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    env["MAINSPRING_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env["CHAT_GATE"] = str(tmp_path / "gate")
+    env["CHAT_STARTED"] = str(tmp_path / "started")
+    args = [sys.executable, "-m", "mainspring", "chat", "--plugin", "chat_plugin"]
+    return Terminal([*args, "--model", "slow:x"], env)
+
+
+def test_typing_during_a_run_steers_it(terminal: Terminal, tmp_path: Path) -> None:
+    terminal.expect("> ")
+    terminal.type("use the tool\n")
+    deadline = time.monotonic() + 15
+    while not (tmp_path / "started").exists():
+        assert time.monotonic() < deadline, terminal.screen
+        terminal.expect("", timeout=0.05)
+    terminal.type("and also this\n")
+    terminal.expect("(steering")
+    (tmp_path / "gate").touch()
+    terminal.expect("seen: use the tool | and also this")
+    terminal.expect("> ")
+    terminal.type("/exit\n")
+    assert terminal.close() == 0
+
+
+def test_ctrl_c_aborts_the_run_not_the_program(terminal: Terminal) -> None:
+    terminal.expect("> ")
+    terminal.type("hold on\n")
+    terminal.expect("holding")
+    terminal.type("\x03")
+    terminal.expect("aborted")
+    terminal.expect("> ")
+    terminal.type("hello again\n")
+    terminal.expect("seen: hold on | hello again")
+    terminal.type("/exit\n")
+    assert terminal.close() == 0
