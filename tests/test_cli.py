@@ -130,3 +130,26 @@ def test_tools_lists_each_tool_with_its_plugin(plugin_dir: Path) -> None:
     assert json.loads(done.stdout) == [
         {"tool": "shout", "plugin": "scripted", "description": "Upper-case the text."}
     ]
+
+
+def test_session_records_and_resumes(plugin_dir: Path, tmp_path: Path) -> None:
+    session = tmp_path / "run.jsonl"
+    args = ["--plugin", "scripted_plugin", "--model", "scripted:x", "--session", str(session)]
+    first = _cli(plugin_dir, "run", "say hi", *args)
+    assert first.returncode == 0, first.stderr
+    lines = session.read_text().splitlines()
+    assert json.loads(lines[0])["model"] == "scripted:x"
+    assert len(lines) == 1 + 4
+    # the scripted provider starts its script again in the new process: the resumed
+    # transcript is sent with the new prompt, and the run appends to the same file
+    second = _cli(plugin_dir, "run", "again", *args)
+    assert second.returncode == 0, second.stderr
+    assert len(session.read_text().splitlines()) == 1 + 4 + 4
+
+
+def test_corrupt_session_exits_2(plugin_dir: Path, tmp_path: Path) -> None:
+    session = tmp_path / "bad.jsonl"
+    session.write_text("this is not a session\n")
+    done = _cli(plugin_dir, "run", "hi", "--session", str(session))
+    assert done.returncode == 2
+    assert "bad.jsonl:1" in done.stderr

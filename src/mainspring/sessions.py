@@ -46,7 +46,7 @@ class CustomMessage(BaseModel):
     role: str
 
 
-_KNOWN = {
+_KNOWN: dict[str, TypeAdapter[Any]] = {
     "user": TypeAdapter(UserMessage),
     "assistant": TypeAdapter(AssistantMessage),
     "tool_result": TypeAdapter(ToolResultMessage),

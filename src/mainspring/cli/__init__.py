@@ -18,6 +18,8 @@ from typing import Any
 from ..errors import PluginLoadError
 from ..kernel.agent import Agent
 from ..logs import configure_logging
+from ..sessions import SessionFormatError
+from ..settings import Settings
 from .render import JsonRenderer, TerminalRenderer
 
 __all__ = ["main"]
@@ -77,7 +79,13 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("MAINSPRING_MODEL"),
         help='"provider:model-id" (default: $MAINSPRING_MODEL, else the embedded local model)',
     )
-    parser.add_argument("--system", default="", help="the system prompt")
+    parser.add_argument("--system", default=None, help="the system prompt")
+    parser.add_argument(
+        "--session",
+        default=None,
+        metavar="FILE",
+        help="resume the session FILE if it exists, and record the run to it",
+    )
     _plugin_options(parser)
 
 
@@ -91,15 +99,19 @@ def _import_plugin(name: str) -> Any:
         ) from error
 
 
-def _build_agent(args: argparse.Namespace, **extra: Any) -> Agent:
+def _build_agent(args: argparse.Namespace) -> Agent:
     plugins = [_import_plugin(name) for name in args.plugin]
-    return Agent(
-        model=getattr(args, "model", None),
-        system_prompt=getattr(args, "system", ""),
-        plugins=plugins,
-        disable_plugins=args.no_plugin,
-        **extra,
-    )
+    options: dict[str, Any] = {"plugins": plugins, "disable_plugins": args.no_plugin}
+    if getattr(args, "model", None):
+        options["model"] = args.model
+    if getattr(args, "system", None) is not None:
+        options["system_prompt"] = args.system
+    session = getattr(args, "session", None)
+    if session and os.path.exists(session) and os.path.getsize(session) > 0:
+        return Agent.from_session(session, **options)
+    if session:
+        options["settings"] = Settings(session_path=session)
+    return Agent(**options)
 
 
 async def _run(args: argparse.Namespace, agent: Agent) -> int:
@@ -166,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return install_model(lambda line: print(line, flush=True))
     try:
         agent = _build_agent(args)
-    except (PluginLoadError, ValueError, TypeError) as error:
+    except (PluginLoadError, SessionFormatError, ValueError, TypeError, OSError) as error:
         print(f"mainspring: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.command == "plugins":

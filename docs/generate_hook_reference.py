@@ -1,0 +1,58 @@
+"""Regenerate docs/hooks.md from the hookspec docstrings: ``python docs/generate_hook_reference.py``.
+
+The test suite checks that the committed file is up to date.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+
+from mainspring import hookspecs
+
+HEADER = """# Hook reference
+
+Generated from `src/mainspring/hookspecs.py` by `docs/generate_hook_reference.py`; do not
+edit by hand. Implement a hook with a function of the same name decorated with
+`@mainspring.hookimpl`, accepting only the parameters you need. Run-time hooks may be
+`def` or `async def`; `count_tokens`, `register_tools` and `register_providers` must be
+plain `def`.
+
+"""
+
+ORDER = (
+    "transform_context",
+    "convert_to_llm",
+    "count_tokens",
+    "compact",
+    "before_tool_call",
+    "after_tool_result",
+    "should_stop_after_turn",
+    "on_event",
+    "register_tools",
+    "register_providers",
+)
+
+
+def render() -> str:
+    """The reference as Markdown."""
+    parts = [HEADER]
+    for name in ORDER:
+        function = getattr(hookspecs, name)
+        signature = str(inspect.signature(function)).replace("'", "")
+        kind = "sync" if name in hookspecs.SYNC_HOOKS else "sync or async"
+        doc = inspect.cleandoc(function.__doc__ or "")
+        parts.append(f"## `{name}`\n\n```python\n{name}{signature}\n```\n\n*{kind}*\n\n{doc}\n\n")
+    return "".join(parts).rstrip() + "\n"
+
+
+def main() -> int:
+    target = Path(__file__).with_name("hooks.md")
+    target.write_text(render(), encoding="utf-8")
+    print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
