@@ -14,7 +14,7 @@ from ..providers.base import DEFAULT_CONTEXT_WINDOW, Model, Provider, ThinkingLe
 from ..settings import Settings
 from ..tools import Tool
 from .hooks import Hooks
-from .loop import execute_run
+from .loop import execute_run, take_queued
 from .plugins import PluginSet, load_plugins
 from .relay import HookRelay
 from .run import Run
@@ -240,15 +240,14 @@ class Agent:
 
         A user or tool-result tail is re-sent. An assistant tail delivers the steering
         queue if non-empty, else the follow-up queue; with both empty and a last message
-        that ended in ``error``/``aborted``, the transcript up to it is re-sent. Otherwise
+        that ended in ``error``/``aborted``, the transcript is re-sent (the failed message
+        stays in the transcript; the default ``convert_to_llm`` does not send it). Otherwise
         :class:`ValueError`: there is nothing to resume.
         """
         if self._core.is_streaming:
             raise AgentBusyError("resume")
         core = self._core
         tail = core.messages[-1] if core.messages else None
-        from .loop import take_queued
-
         inputs: list[Any] = []
         if tail is None:
             raise ValueError("nothing to resume: the transcript is empty")
@@ -256,14 +255,11 @@ class Agent:
             inputs = take_queued(core.steering, self.settings.steering_mode)
             if not inputs:
                 inputs = take_queued(core.follow_up, self.settings.follow_up_mode)
-            if not inputs:
-                if tail.stop_reason in ("error", "aborted"):
-                    core.messages.pop()
-                else:
-                    raise ValueError(
-                        "nothing to resume: the last message is a complete assistant reply "
-                        "and no steering or follow-up message is queued; use prompt()"
-                    )
+            if not inputs and tail.stop_reason not in ("error", "aborted"):
+                raise ValueError(
+                    "nothing to resume: the last message is a complete assistant reply "
+                    "and no steering or follow-up message is queued; use prompt()"
+                )
         elif not isinstance(tail, UserMessage | ToolResultMessage):
             raise ValueError(f"nothing to resume after a {getattr(tail, 'role', '?')!r} message")
         await self._start(inputs)
@@ -349,6 +345,11 @@ class Agent:
         """Return once no run is active and every ``agent_end`` listener has finished."""
         task = self._core.run_task
         if task is not None and not task.done():
+            if asyncio.current_task() is task:
+                raise RuntimeError(
+                    "wait_for_idle() was called from inside the run (a listener or a hook); "
+                    "it would wait for itself"
+                )
             await asyncio.wait([task])
 
     def configure(

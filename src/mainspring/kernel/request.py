@@ -102,6 +102,8 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
 
 
 async def _abortable_sleep(run: Run, delay: float) -> None:
+    if run.signal.aborted:
+        return
     run.abortable = True
     try:
         await asyncio.sleep(delay)
@@ -144,7 +146,7 @@ async def _stream(
     if not signal.aborted:
         iterator = aiter(run.provider.stream(request, signal))
         try:
-            while True:
+            while not signal.aborted:
                 run.abortable = True
                 try:
                     delta = await anext(iterator)

@@ -238,7 +238,7 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
     launch(1 if sequential else len(waiting))
     limit = run.settings.tools.max_result_chars
     try:
-        while tasks:
+        while tasks and not run.signal.aborted:
             run.abortable = True
             try:
                 index, done, value = await queue.get()
