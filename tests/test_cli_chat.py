@@ -10,6 +10,7 @@ import subprocess
 import sys
 import termios
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -121,14 +122,11 @@ class Terminal:
         os.write(self.master, text.encode())
 
     def close(self) -> int:
-        try:
-            return self.process.wait(timeout=15)
-        finally:
-            os.close(self.master)
+        return self.process.wait(timeout=15)
 
 
 @pytest.fixture
-def terminal(tmp_path: Path) -> Terminal:
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
     (tmp_path / "chat_plugin.py").write_text(CHAT_PLUGIN)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
@@ -136,7 +134,12 @@ def terminal(tmp_path: Path) -> Terminal:
     env["CHAT_GATE"] = str(tmp_path / "gate")
     env["CHAT_STARTED"] = str(tmp_path / "started")
     args = [sys.executable, "-m", "mainspring", "chat", "--plugin", "chat_plugin"]
-    return Terminal([*args, "--model", "slow:x"], env)
+    session = Terminal([*args, "--model", "slow:x"], env)
+    yield session
+    if session.process.poll() is None:
+        session.process.kill()
+        session.process.wait(timeout=15)
+    os.close(session.master)
 
 
 def test_typing_during_a_run_steers_it(terminal: Terminal, tmp_path: Path) -> None:
