@@ -367,3 +367,18 @@ def test_template_uses_the_tool_call_syntax_the_prefill_starts() -> None:
     assert "'<tool_call>\\n{\"name\": '" in template
     assert TOOL_CALL_PREFILL == "<tool_call>\n"
     assert "<|im_start|>" in template and "<|im_end|>" in template
+
+
+def test_a_file_that_is_not_gguf_is_refused_before_llama_cpp_sees_it(tmp_path: Path) -> None:
+    bogus = tmp_path / "model.gguf"
+    bogus.write_bytes(b"<html>not a model</html>")
+    server = local.LocalServer(bogus)
+    with pytest.raises(ProviderError, match="is not a GGUF file"):
+        server.start()
+    assert not server.running
+
+
+def test_a_missing_explicit_model_file_names_the_install_command(tmp_path: Path) -> None:
+    server = local.LocalServer(tmp_path / "absent.gguf")
+    with pytest.raises(LocalModelMissing, match=r"does not exist.*mainspring install-model"):
+        server.start()

@@ -81,7 +81,8 @@ def test_field_parsing_details() -> None:
 
 
 def test_id_persists_and_retry_is_parsed() -> None:
-    events = parse(b"id: 7\nretry: 1500\ndata: a\n\ndata: b\n\nid: x\x00y\nretry: soon\ndata: c\n\n")
+    body = b"id: 7\nretry: 1500\ndata: a\n\ndata: b\n\nid: x\x00y\nretry: soon\ndata: c\n\n"
+    events = parse(body)
     assert [(e.id, e.retry) for e in events] == [("7", 1500), ("7", None), ("7", None)]
 
 

@@ -103,6 +103,40 @@ async def test_streams_text_through_the_anthropic_endpoint() -> None:
     assert done.stop_reason in ("stop", "length")
 
 
+async def test_a_forced_tool_call_through_the_anthropic_endpoint() -> None:
+    # llama.cpp closes the tool_use blocks only at the end, after the next one started.
+    anthropic = pytest.importorskip("mainspring.providers.anthropic")
+    server = _provider().server()
+    base_url = await server.astart()
+    provider = anthropic.AnthropicProvider(
+        base_url=base_url,
+        api_key=server.api_key,
+        options={"tool_choice": {"type": "any"}, "temperature": 0},
+    )
+    model = Model(provider="anthropic", id=LOCAL_MODEL_ID, max_output_tokens=64)
+    prefill = AssistantMessage(content=(TextContent(text=local.TOOL_CALL_PREFILL),))
+    request = ModelRequest(
+        model=model,
+        messages=(UserMessage(content="What is the weather in Paris?"), prefill),
+        tools=(WEATHER,),
+    )
+    events = await _collect(provider, request)
+    starts = [event for event in events if isinstance(event, ToolCallStart)]
+    assert starts and all(start.name == "get_weather" for start in starts)
+    for start in starts:
+        fragments = [
+            event.arguments_json_fragment
+            for event in events
+            if isinstance(event, ToolCallDelta) and event.id == start.id
+        ]
+        assert isinstance(json.loads("".join(fragments)), dict)
+    ends = [event.id for event in events if isinstance(event, ToolCallEnd)]
+    assert sorted(ends) == sorted(start.id for start in starts)
+    done = events[-1]
+    assert isinstance(done, StreamDone)
+    assert done.stop_reason == "tool_use"
+
+
 async def test_a_forced_tool_call_streams_as_tool_call_events() -> None:
     provider = _provider(max_output_tokens=64)
     request = ModelRequest(

@@ -68,7 +68,7 @@ class Agent:
         self._plugin_set: PluginSet = load_plugins(
             plugins=plugins, autoload=autoload, disable_plugins=disable_plugins
         )
-        self._hooks = Hooks(HookRelay(self._plugin_set.pm))
+        self._hooks = Hooks(HookRelay(self._plugin_set.pm, self._plugin_set.fallbacks))
         self._providers = self._collect_providers(provider)
         self._provider_override = provider
         tool_map = self._collect_tools(tools)

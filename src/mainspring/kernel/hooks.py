@@ -60,13 +60,18 @@ class Hooks:
         self, hook: str, messages: tuple[Any, ...], kwargs: dict[str, Any], report: Report
     ) -> tuple[Any, ...]:
         current = messages
-        for impl in self.relay.implementations(hook):
+        implementations = self.relay.implementations(hook)
+        last = len(implementations) - 1
+        for index, impl in enumerate(implementations):
             try:
                 result = await impl.call(hook, {"messages": current, **kwargs})
                 if result is None:
                     continue
                 candidate = _as_tuple(result, hook, impl.plugin)
-                problem = transcript_problem(candidate, llm_only=hook == "convert_to_llm")
+                # custom roles may flow between converters; the last one must hand the
+                # provider LLM messages only
+                llm_only = hook == "convert_to_llm" and index == last
+                problem = transcript_problem(candidate, llm_only=llm_only)
                 if problem:
                     raise HookError(hook, impl.plugin, f"broke the transcript: {problem}")
             except HookError as error:

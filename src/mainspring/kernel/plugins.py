@@ -73,6 +73,11 @@ class PluginSet:
     pm: pluggy.PluginManager
     infos: list[PluginInfo]
 
+    @property
+    def fallbacks(self) -> frozenset[str]:
+        """The essential built-ins, whose implementations run after every plugin's."""
+        return frozenset(info.name for info in self.infos if info.essential)
+
     def info(self, name: str) -> PluginInfo | None:
         """The plugin registered as ``name``."""
         return next((info for info in self.infos if info.name == name), None)

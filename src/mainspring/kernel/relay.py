@@ -1,7 +1,8 @@
 """The async hook relay: calls pluggy hook implementations the way the kernel needs.
 
 pluggy has no async hooks. The relay takes each hook's implementations in pluggy's call
-order (most recently registered first, ``tryfirst``/``trylast`` honoured), calls them one
+order (most recently registered first, ``tryfirst``/``trylast`` honoured; the kernel's
+essential fallbacks after everything else), calls them one
 at a time, awaits awaitable results, and applies the combining rule *after* awaiting, so a
 decisive result stops the calls: no later implementation is called and no coroutine is
 created for it. A failure is wrapped in :class:`~mainspring.HookError` naming the plugin;
@@ -59,10 +60,11 @@ class Implementation:
 class HookRelay:
     """Ordered access to a plugin manager's implementations, cached until it changes."""
 
-    __slots__ = ("_cache", "_pm")
+    __slots__ = ("_cache", "_fallbacks", "_pm")
 
-    def __init__(self, pm: pluggy.PluginManager) -> None:
+    def __init__(self, pm: pluggy.PluginManager, fallbacks: frozenset[str] = frozenset()) -> None:
         self._pm = pm
+        self._fallbacks = fallbacks
         self._cache: dict[str, tuple[Implementation, ...]] = {}
 
     def invalidate(self) -> None:
@@ -81,6 +83,9 @@ class HookRelay:
                 if impl.hookwrapper or impl.wrapper:
                     continue
                 found.append(Implementation(impl.plugin_name, impl.function, tuple(impl.argnames)))
+        # the kernel's own fallbacks (the default converter, the token estimate, the
+        # fallback compaction) answer only after every plugin, trylast ones included
+        found.sort(key=lambda impl: impl.plugin in self._fallbacks)
         result = tuple(found)
         self._cache[hook] = result
         return result

@@ -382,6 +382,9 @@ class HTTPProvider:
             worker.cancel()
             watcher.cancel()
             await asyncio.wait((worker, watcher))
+            for task in (worker, watcher):
+                if not task.cancelled():
+                    task.exception()  # retrieved: a failed helper is never logged as lost
 
     async def _pump(
         self,

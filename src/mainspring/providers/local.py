@@ -706,8 +706,14 @@ class LocalProvider:
             timeout=self.timeout,
             models=self.models,
         )
-        events = delegate.stream(prepared, signal)
-        if self.dedupe_tool_calls:
-            events = _dedupe_tool_calls(events)
-        async for event in events:
-            yield event
+        stream: AsyncIterator[StreamEvent] = delegate.stream(prepared, signal)
+        events = _dedupe_tool_calls(stream) if self.dedupe_tool_calls else stream
+        try:
+            async for event in events:
+                yield event
+        finally:
+            # Close the delegate (and its HTTP response) now, not at garbage collection.
+            for iterator in (events, stream):
+                aclose = getattr(iterator, "aclose", None)
+                if aclose is not None:
+                    await aclose()
