@@ -201,12 +201,15 @@ def register_tools(agent: Agent) -> Sequence[Tool] | None:
 
 
 @hookspec
-def register_providers() -> Sequence[Provider] | None:
+def register_providers(agent: Agent) -> Sequence[Provider] | None:
     """Contribute model providers, so ``"name:model-id"`` strings resolve to them.
 
-    **When:** once per agent, in the constructor. This hook is synchronous.
+    **When:** once per agent, in the constructor, before its model is resolved. This hook
+    is synchronous.
 
-    **Parameters:** none.
+    **Parameters:**
+    - ``agent``: the :class:`~mainspring.Agent` being built (``agent.settings`` is ready;
+      ``agent.settings.providers`` holds per-provider settings).
 
     **Returns:** a sequence of :class:`~mainspring.Provider` (or ``None``). All results are
     collected; a later plugin's provider replaces an earlier one of the same name.

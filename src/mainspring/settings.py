@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import tomllib
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 __all__ = [
     "CompactionSettings",
+    "ProviderSettings",
     "QueueMode",
     "RetrySettings",
     "Settings",
     "ToolSettings",
+    "load_settings",
 ]
 
 QueueMode = Literal["one-at-a-time", "all"]
@@ -63,8 +68,24 @@ class ToolSettings(_Section):
     abort_grace_s: float = Field(default=0.5, ge=0)
 
 
+class ProviderSettings(_Section):
+    """How to reach one provider; unset fields fall back to the provider's environment.
+
+    ``api_key`` is a secret: it is never shown in reprs, logs or events.
+    """
+
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    timeout_s: float | None = Field(default=None, gt=0)
+
+
 class Settings(_Section):
-    """Everything an agent can be tuned with; sections are frozen, build a new one."""
+    """Everything an agent can be tuned with; sections are frozen, build a new one.
+
+    :func:`load_settings` reads them from a TOML file and the environment (the CLI does;
+    a library user passes ``Settings`` explicitly, nothing is read implicitly).
+    """
 
     retry: RetrySettings = Field(default_factory=RetrySettings)
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
@@ -73,5 +94,39 @@ class Settings(_Section):
     follow_up_mode: QueueMode = "one-at-a-time"
     max_turns: int = Field(default=200, ge=1)
     session_path: str | None = None
-    providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    default_model: str | None = None
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     plugin_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+def load_settings(
+    path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """Settings from a TOML config file and ``MAINSPRING_*`` variables.
+
+    The file is ``path``, else ``$MAINSPRING_CONFIG``, else
+    ``$XDG_CONFIG_HOME/mainspring/config.toml`` (``~/.config/...``) if it exists. Its tables
+    mirror :class:`Settings` (``[retry]``, ``[compaction]``, ``[providers.openai]`` with
+    ``base_url``, ``api_key``, ``options``…; top-level ``default_model``, ``max_turns``…).
+    ``MAINSPRING_MODEL`` overrides ``default_model``. An unreadable or invalid file raises
+    ``ValueError`` naming it.
+    """
+    env = os.environ if environ is None else environ
+    candidate = path or env.get("MAINSPRING_CONFIG")
+    if candidate is None:
+        base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+        default = os.path.join(base, "mainspring", "config.toml")
+        candidate = default if os.path.exists(default) else None
+    data: dict[str, Any] = {}
+    if candidate is not None:
+        try:
+            with open(candidate, "rb") as handle:
+                data = tomllib.load(handle)
+        except (OSError, tomllib.TOMLDecodeError) as error:
+            raise ValueError(f"cannot read the config file {candidate}: {error}") from error
+    if env.get("MAINSPRING_MODEL"):
+        data["default_model"] = env["MAINSPRING_MODEL"]
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as error:
+        raise ValueError(f"invalid settings in {candidate or 'the environment'}: {error}") from None

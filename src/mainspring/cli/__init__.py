@@ -19,7 +19,7 @@ from ..errors import PluginLoadError
 from ..kernel.agent import Agent
 from ..logs import configure_logging
 from ..sessions import SessionFormatError
-from ..settings import Settings
+from ..settings import load_settings
 from .render import JsonRenderer, TerminalRenderer
 
 __all__ = ["main"]
@@ -76,8 +76,9 @@ def _plugin_options(parser: argparse.ArgumentParser) -> None:
 def _agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
-        default=os.environ.get("MAINSPRING_MODEL"),
-        help='"provider:model-id" (default: $MAINSPRING_MODEL, else the embedded local model)',
+        default=None,
+        help='"provider:model-id" (default: $MAINSPRING_MODEL, the config file\'s '
+        "default_model, else the embedded local model)",
     )
     parser.add_argument("--system", default=None, help="the system prompt")
     parser.add_argument(
@@ -101,7 +102,12 @@ def _import_plugin(name: str) -> Any:
 
 def _build_agent(args: argparse.Namespace) -> Agent:
     plugins = [_import_plugin(name) for name in args.plugin]
-    options: dict[str, Any] = {"plugins": plugins, "disable_plugins": args.no_plugin}
+    settings = load_settings()
+    options: dict[str, Any] = {
+        "plugins": plugins,
+        "disable_plugins": args.no_plugin,
+        "settings": settings,
+    }
     if getattr(args, "model", None):
         options["model"] = args.model
     if getattr(args, "system", None) is not None:
@@ -110,7 +116,7 @@ def _build_agent(args: argparse.Namespace) -> Agent:
     if session and os.path.exists(session) and os.path.getsize(session) > 0:
         return Agent.from_session(session, **options)
     if session:
-        options["settings"] = Settings(session_path=session)
+        options["settings"] = settings.model_copy(update={"session_path": session})
     return Agent(**options)
 
 

@@ -86,7 +86,7 @@ class Agent:
 
     def _collect_providers(self, override: Provider | None) -> dict[str, Provider]:
         try:
-            registered = self._hooks.register_providers()
+            registered = self._hooks.register_providers(self)
         except HookError as error:
             raise PluginLoadError(str(error), plugin=error.plugin) from error
         providers = {provider.name: provider for _, provider in registered}
@@ -131,7 +131,7 @@ class Agent:
                     if isinstance(first, Model)
                     else Model(provider=override.name, id="default")
                 )
-            model = DEFAULT_MODEL
+            model = self.settings.default_model or DEFAULT_MODEL
         provider_name, sep, model_id = model.partition(":")
         if not sep or not provider_name or not model_id:
             raise ValueError(f'model must look like "provider:model-id", got {model!r}')

@@ -213,11 +213,11 @@ class Hooks:
                 collected.append((impl.plugin, item))
         return collected
 
-    def register_providers(self) -> list[tuple[str, Provider]]:
+    def register_providers(self, agent: Any) -> list[tuple[str, Provider]]:
         """Every plugin's providers, in registration order (later ones win by name)."""
         collected: list[tuple[str, Provider]] = []
         for impl in reversed(self.relay.implementations("register_providers")):
-            providers = impl.call_sync("register_providers", {})
+            providers = impl.call_sync("register_providers", {"agent": agent})
             for item in (
                 _as_tuple(providers, "register_providers", impl.plugin) if providers else ()
             ):
