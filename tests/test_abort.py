@@ -8,6 +8,7 @@ events, never by sleeping; tools sleep only to simulate work.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -54,8 +55,9 @@ class NoArgs(BaseModel):
     pass
 
 
-def sleeping_tool(name: str, seconds: float, started: list[str], all_started: asyncio.Event,
-                  expected: int) -> Tool:
+def sleeping_tool(
+    name: str, seconds: float, started: list[str], all_started: asyncio.Event, expected: int
+) -> Tool:
     async def execute(args: NoArgs, ctx: ToolContext) -> str:
         started.append(name)
         if len(started) == expected:
@@ -180,14 +182,14 @@ async def test_abort_twice_is_harmless() -> None:
 async def test_cancelling_the_prompt_caller_aborts_the_run() -> None:
     agent, recorder, _ = make_agent([faux.text(LONG_TEXT)], delay_s=0.01)
     streaming = asyncio.Event()
-    agent.subscribe(lambda event, signal: streaming.set() if event.type == "message_update" else None)
+    agent.subscribe(
+        lambda event, signal: streaming.set() if event.type == "message_update" else None
+    )
     run = asyncio.create_task(agent.prompt("talk"))
     await streaming.wait()
     run.cancel()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await run
-    except asyncio.CancelledError:
-        pass
     check_event_grammar(recorder.events)
     assert recorder.of_type(AgentEnd)[0].reason == "aborted"
     assert_idle(agent)
@@ -251,9 +253,11 @@ async def test_abort_from_inside_a_tool_stops_the_whole_batch() -> None:
     )
     # release the stopper once the sleeper runs
     agent.subscribe(
-        lambda event, signal: all_started.set()
-        if event.type == "tool_execution_start" and event.tool_name == "stopper"
-        else None
+        lambda event, signal: (
+            all_started.set()
+            if event.type == "tool_execution_start" and event.tool_name == "stopper"
+            else None
+        )
     )
     began = time.monotonic()
     await agent.prompt("go")
@@ -276,8 +280,9 @@ async def test_abort_from_a_tool_execution_update_listener_does_not_wait_for_the
         return "done"
 
     tool = Tool("slow", "slow", Args, slow)
-    agent, recorder, _ = make_agent([[faux.tool_call("slow", {}), faux.tool_call("slow", {})]],
-                                    tools=(tool,))
+    agent, recorder, _ = make_agent(
+        [[faux.tool_call("slow", {}), faux.tool_call("slow", {})]], tools=(tool,)
+    )
 
     def abort_on_update(event: Any, signal: Any) -> None:
         if event.type == "tool_execution_update":
@@ -328,7 +333,7 @@ async def test_abort_during_a_sync_tool_in_a_thread_does_not_wait_for_it() -> No
 
     def blocking(args: Args, ctx: ToolContext) -> str:
         loop.call_soon_threadsafe(entered.set)
-        time.sleep(1.5)
+        time.sleep(1.2)
         return "done"
 
     tool = Tool("blocking", "blocks a thread", Args, blocking)
@@ -338,7 +343,7 @@ async def test_abort_during_a_sync_tool_in_a_thread_does_not_wait_for_it() -> No
     aborted_at = time.monotonic()
     agent.abort()
     await run
-    assert time.monotonic() - aborted_at < 1.2  # abort_grace_s defaults to 0.5 s
+    assert time.monotonic() - aborted_at < 1.0  # abort_grace_s defaults to 0.5 s
     check_event_grammar(recorder.events)
     (result,) = recorder.messages("tool_result")
     assert result.is_error and "aborted" in result.text.lower()
@@ -404,3 +409,33 @@ async def test_queues_are_kept_after_an_abort() -> None:
     assert recorder.of_type(AgentEnd)[0].reason == "aborted"
     assert [m.content for m in agent.state.follow_up_queue] == ["later"]
     assert [m.content for m in agent.state.steering_queue] == ["redirect"]
+
+
+async def test_abort_from_an_agent_start_listener_never_calls_the_model() -> None:
+    agent, recorder, provider = make_agent(["never streamed"])
+    agent.subscribe(lambda event, signal: agent.abort() if event.type == "agent_start" else None)
+    await agent.prompt("hi")
+    check_event_grammar(recorder.events)
+    assert recorder.of_type(AgentEnd)[0].reason == "aborted"
+    assert recorder.messages("assistant")[-1].stop_reason == "aborted"
+    assert provider.requests == []
+    assert_idle(agent)
+
+
+async def test_abort_from_a_turn_end_listener_stops_before_the_next_turn() -> None:
+    class Args(BaseModel):
+        pass
+
+    async def noop(args: Args, ctx: ToolContext) -> str:
+        return "ok"
+
+    agent, recorder, provider = make_agent(
+        [faux.tool_call("noop", {}), "never"], tools=(Tool("noop", "noop", Args, noop),)
+    )
+    agent.subscribe(lambda event, signal: agent.abort() if event.type == "turn_end" else None)
+    await agent.prompt("hi")
+    check_event_grammar(recorder.events)
+    assert recorder.of_type(AgentEnd)[0].reason == "aborted"
+    assert len(provider.requests) == 1
+    assert len(recorder.of_type("turn_start")) == 1
+    assert_idle(agent)

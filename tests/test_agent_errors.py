@@ -7,11 +7,14 @@ normally and the agent idle and usable afterwards.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
-from mainspring import Agent, AssistantMessage, ProviderError
+from mainspring import Agent, AssistantMessage, ProviderError, Tool
 from mainspring.events import AgentEnd, MessageEnd, Retry, TurnEnd
 from mainspring.settings import RetrySettings, Settings
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
@@ -111,7 +114,7 @@ async def test_error_message_is_cleared_by_the_next_run() -> None:
 
 
 async def test_error_message_is_set_before_agent_end_is_delivered() -> None:
-    agent, _ = make_agent([faux.error("boom")])
+    agent, recorder = make_agent([faux.error("boom")])
     seen: list[str | None] = []
 
     def on_end(event: Any, signal: Any) -> None:
@@ -121,6 +124,7 @@ async def test_error_message_is_set_before_agent_end_is_delivered() -> None:
     agent.subscribe(on_end)
     await agent.prompt("hi")
     assert seen and "boom" in (seen[0] or "")
+    check_event_grammar(recorder.events)
 
 
 async def test_stream_cut_without_stream_done_is_an_error() -> None:
@@ -370,3 +374,56 @@ async def test_error_message_event_carries_the_failure_in_message_end() -> None:
     assert len(ends) == 1
     assert ends[0].message.error_message is not None
     assert "nope" in ends[0].message.error_message
+    check_event_grammar(recorder.events)
+
+
+@pytest.mark.parametrize("event_type", ["tool_execution_start", "tool_execution_end"])
+async def test_listener_raising_mid_batch_still_gives_every_call_a_result(event_type: str) -> None:
+    class Args(BaseModel):
+        seconds: float
+
+    async def nap(args: Args, ctx: Any) -> str:
+        await asyncio.sleep(args.seconds)
+        return "rested"
+
+    provider = FauxProvider(
+        [[faux.tool_call("nap", {"seconds": 0}), faux.tool_call("nap", {"seconds": 3600})]]
+    )
+    agent = Agent(
+        model="faux:test",
+        provider=provider,
+        autoload=False,
+        tools=[Tool("nap", "nap", Args, nap)],
+    )
+    recorder = EventRecorder()
+    agent.subscribe(recorder)
+    agent.subscribe(raising_listener(event_type, is_async=False))
+    began = time.monotonic()
+    await agent.prompt("go")
+    assert time.monotonic() - began < 1.0
+    check_event_grammar(recorder.events)
+    results = recorder.messages("tool_result")
+    assert len(results) == 2
+    (end,) = recorder.of_type(AgentEnd)
+    assert end.reason == "error"
+    assert event_type in (end.detail or "")
+    assert_idle(agent)
+    leftover = {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
+    assert leftover == set()
+
+
+async def test_failed_retry_attempt_that_streamed_is_not_kept_in_the_transcript() -> None:
+    settings = Settings(retry=RetrySettings(max_attempts=1, base_delay_s=0.01, max_delay_s=0.01))
+    agent, recorder = make_agent(
+        [faux.error("flaky", retryable=True, after=[faux.text("half")]), faux.text("whole")],
+        settings=settings,
+    )
+    await agent.prompt("hi")
+    check_event_grammar(recorder.events)
+    streamed = recorder.messages("assistant")
+    assert [m.stop_reason for m in streamed] == ["error", "stop"]
+    assert streamed[0].text == "half"
+    assert [m.role for m in agent.state.messages] == ["user", "assistant"]
+    assert agent.state.messages[-1].text == "whole"
+    assert recorder.of_type(TurnEnd)[0].message == streamed[1]
+    assert recorder.of_type(AgentEnd)[0].reason == "stop"

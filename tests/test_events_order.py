@@ -7,6 +7,7 @@ one per stream event before ``StreamDone`` (the text/tool-call deltas and ``Usag
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -262,7 +263,7 @@ async def test_message_updates_reassemble_the_streamed_text() -> None:
     assert thinking == "let me see"
     # each partial message grows monotonically and the last one equals the final text
     partial_texts = [u.message.text for u in updates]
-    assert all(a == b[: len(a)] for a, b in zip(partial_texts, partial_texts[1:], strict=False))
+    assert all(a == b[: len(a)] for a, b in itertools.pairwise(partial_texts))
     final = recorder.messages("assistant")[-1]
     assert final.text == "The quick brown fox."
     assert [block.type for block in final.content] == ["thinking", "text"]
@@ -294,6 +295,7 @@ async def test_agent_end_messages_are_only_the_new_messages_of_the_run() -> None
     assert [m.role for m in ends[1].messages] == ["user", "assistant"]
     assert ends[1].messages[0].content == "second"
     assert ends[0].messages + ends[1].messages == agent.state.messages
+    check_event_grammar(recorder.events)
 
 
 async def test_prompt_with_a_list_of_messages_emits_each_in_the_first_turn() -> None:

@@ -49,9 +49,7 @@ async def run_agent(
 ) -> tuple[Agent, EventRecorder, FauxProvider]:
     provider = FauxProvider(steps)
     kwargs.setdefault("tools", TOOLS)
-    agent = Agent(
-        provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs
-    )
+    agent = Agent(provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs)
     recorder = EventRecorder()
     agent.subscribe(recorder)
     await agent.prompt("go")

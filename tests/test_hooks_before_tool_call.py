@@ -51,9 +51,7 @@ async def run_agent(
 ) -> tuple[Agent, EventRecorder, FauxProvider]:
     provider = FauxProvider(steps)
     kwargs.setdefault("tools", TOOLS)
-    agent = Agent(
-        provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs
-    )
+    agent = Agent(provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs)
     recorder = EventRecorder()
     agent.subscribe(recorder)
     await agent.prompt("go")
@@ -143,7 +141,7 @@ async def test_a_block_refuses_the_call_with_its_reason(kind: str) -> None:
                     return Block("shell is not allowed here")
                 return None
 
-    agent, recorder, provider = await run_agent([Policy()], ONE_CALL)
+    _agent, recorder, provider = await run_agent([Policy()], ONE_CALL)
 
     assert executed == []
     (decision,) = recorder.of_type("tool_decision")

@@ -210,8 +210,9 @@ def test_an_async_count_tokens_is_rejected_at_load_time() -> None:
             return 1
 
     with pytest.raises(PluginLoadError) as caught:
-        Agent(provider=FauxProvider([]), model="faux:test", plugins=[AsyncCounter()],
-              autoload=False)
+        Agent(
+            provider=FauxProvider([]), model="faux:test", plugins=[AsyncCounter()], autoload=False
+        )
 
     assert "AsyncCounter" in str(caught.value)
     assert "count_tokens" in str(caught.value)
@@ -298,7 +299,7 @@ async def test_stop_run_from_count_tokens_is_a_deliberate_stop() -> None:
         def count_tokens(self, messages):
             raise StopRun("request too expensive")
 
-    agent, recorder, provider = await run_agent([Budget()], [faux.text("never")])
+    _agent, recorder, provider = await run_agent([Budget()], [faux.text("never")])
 
     end = recorder.of_type("agent_end")[0]
     assert (end.reason, end.detail) == ("stopped_by_hook", "request too expensive")

@@ -58,9 +58,7 @@ async def run_agent(
     plugins: list[Any], steps: list[Any], prompt: Any = "hello", **kwargs: Any
 ) -> tuple[Agent, EventRecorder, FauxProvider]:
     provider = FauxProvider(steps)
-    agent = Agent(
-        provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs
-    )
+    agent = Agent(provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs)
     recorder = EventRecorder()
     agent.subscribe(recorder)
     await agent.prompt(prompt)

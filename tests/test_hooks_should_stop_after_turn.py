@@ -35,9 +35,7 @@ async def run_agent(
 ) -> tuple[Agent, EventRecorder, FauxProvider]:
     provider = FauxProvider(steps)
     kwargs.setdefault("tools", [echo])
-    agent = Agent(
-        provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs
-    )
+    agent = Agent(provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs)
     recorder = EventRecorder()
     agent.subscribe(recorder)
     if before is not None:
@@ -306,7 +304,7 @@ async def test_the_agent_is_usable_after_a_failing_stop_policy() -> None:
                 raise RuntimeError("flaky")
             return False
 
-    agent, _, provider = await run_agent([Flaky()], [faux.text("one"), faux.text("two")])
+    agent, _, _provider = await run_agent([Flaky()], [faux.text("one"), faux.text("two")])
 
     await agent.prompt("again")
     assert agent.state.messages[-1].text == "two"
@@ -317,9 +315,7 @@ async def test_the_agent_is_usable_after_a_failing_stop_policy() -> None:
 
 
 async def test_the_builtin_turn_cap_stops_a_looping_run() -> None:
-    agent, recorder, provider = await run_agent(
-        [], loop_steps(5), settings=Settings(max_turns=2)
-    )
+    _agent, recorder, provider = await run_agent([], loop_steps(5), settings=Settings(max_turns=2))
 
     end = recorder.of_type("agent_end")[0]
     assert end.reason == "stopped_by_hook"

@@ -37,9 +37,7 @@ def echo(text: str) -> str:
 async def run_agent(plugins: list[Any], steps: Steps, **kwargs: Any) -> tuple[Agent, Any, Any]:
     """One prompt with the faux provider; returns (agent, recorder, provider)."""
     provider = FauxProvider(steps)
-    agent = Agent(
-        provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs
-    )
+    agent = Agent(provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs)
     recorder = EventRecorder()
     agent.subscribe(recorder)
     await agent.prompt("hello")
@@ -280,9 +278,7 @@ async def test_a_projection_that_drops_a_tool_result_is_skipped_and_blamed() -> 
 
 
 async def test_a_projection_with_an_orphan_tool_result_is_skipped() -> None:
-    orphan = ToolResultMessage(
-        tool_call_id="nobody", tool_name="echo", content=(), is_error=False
-    )
+    orphan = ToolResultMessage(tool_call_id="nobody", tool_name="echo", content=(), is_error=False)
 
     class Orphan:
         @hookimpl

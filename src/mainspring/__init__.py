@@ -20,6 +20,8 @@ from .messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    freeze,
+    thaw,
 )
 from .providers.base import Model, ModelRequest, Provider, ProviderError, ToolSpec
 from .settings import Settings
@@ -59,6 +61,8 @@ __all__ = [
     "Usage",
     "UserMessage",
     "__version__",
+    "freeze",
     "hookimpl",
+    "thaw",
     "tool",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "LLM_ROLES",
@@ -30,7 +30,11 @@ __all__ = [
     "Usage",
     "UserContent",
     "UserMessage",
+    "FrozenDict",
+    "FrozenList",
+    "freeze",
     "message_text",
+    "thaw",
 ]
 
 
@@ -65,13 +69,87 @@ class ImageContent(_Frozen):
     mime_type: str
 
 
+class FrozenDict(dict[str, Any]):
+    """A read-only dict: tool-call arguments cannot be changed once in the transcript.
+
+    It is still a ``dict`` (JSON, pydantic and ``isinstance`` treat it as one); use
+    :func:`thaw` (or ``copy.deepcopy``) for a mutable copy.
+    """
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("tool-call arguments are read-only; copy them with mainspring.thaw()")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return thaw(self)
+
+    def __reduce__(self) -> Any:
+        return (dict, (thaw(self),))
+
+
+class FrozenList(list[Any]):
+    """A read-only list inside :class:`FrozenDict` values."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("tool-call arguments are read-only; copy them with mainspring.thaw()")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = remove = pop = clear = sort = reverse = _read_only
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return thaw(self)
+
+    def __reduce__(self) -> Any:
+        return (list, (thaw(self),))
+
+
+def freeze(value: Any) -> Any:
+    """A deep read-only copy of JSON-like ``value`` (dicts and lists frozen)."""
+    if isinstance(value, dict):
+        return FrozenDict({key: freeze(item) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        return FrozenList(freeze(item) for item in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A deep mutable copy of ``value`` (the inverse of :func:`freeze`)."""
+    if isinstance(value, dict):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [thaw(item) for item in value]
+    return value
+
+
 class ToolCall(_Frozen):
-    """A request from the model to run tool ``name`` with ``arguments``."""
+    """A request from the model to run tool ``name`` with ``arguments``.
+
+    ``arguments`` is read-only (a :class:`FrozenDict`), so no listener or plugin can change
+    what a call runs with or what the transcript says it ran with.
+    """
 
     type: Literal["tool_call"] = "tool_call"
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("arguments", mode="after")
+    @classmethod
+    def _freeze_arguments(cls, value: dict[str, Any]) -> dict[str, Any]:
+        frozen: dict[str, Any] = freeze(value)
+        return frozen
 
 
 class Usage(_Frozen):

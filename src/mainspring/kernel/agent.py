@@ -15,7 +15,7 @@ from ..settings import Settings
 from ..tools import Tool
 from .hooks import Hooks
 from .loop import execute_run, take_queued
-from .plugins import PluginSet, load_plugins
+from .plugins import PluginSet, disable_hint, load_plugins
 from .relay import HookRelay
 from .run import Run
 from .signal import AbortSignal
@@ -88,11 +88,23 @@ class Agent:
         try:
             registered = self._hooks.register_providers(self)
         except HookError as error:
-            raise PluginLoadError(str(error), plugin=error.plugin) from error
+            raise self._load_error(error) from error
         providers = {provider.name: provider for _, provider in registered}
         if override is not None:
             providers[override.name] = override
         return providers
+
+    def _load_error(self, error: HookError) -> PluginLoadError:
+        info = self._plugin_set.info(error.plugin)
+        if info is None or info.source != "entrypoint":
+            return PluginLoadError(str(error), plugin=error.plugin)
+        return PluginLoadError(
+            f"{error} (installed plugin {info.name!r}, distribution {info.distribution} "
+            f"{info.version}). {disable_hint(info.name)}",
+            plugin=info.name,
+            distribution=info.distribution,
+            version=info.version,
+        )
 
     def _collect_tools(self, tools: Iterable[Tool]) -> dict[str, Tool]:
         owners: dict[str, str] = {}
@@ -100,7 +112,7 @@ class Agent:
         try:
             contributed = self._hooks.register_tools(self)
         except HookError as error:
-            raise PluginLoadError(str(error), plugin=error.plugin) from error
+            raise self._load_error(error) from error
         for owner, tool in [*contributed, *(("tools=", tool) for tool in tools)]:
             if not isinstance(tool, Tool):
                 raise TypeError(f"tools= takes Tool objects, got {tool!r}")

@@ -106,6 +106,7 @@ async def _close_turn(run: Run, reason: str) -> None:
     """End an interrupted turn: settle its tool calls, close any open message."""
     try:
         if run.turn_open:
+            await run.leave_phase(reason)
             await _close_streaming(run, "aborted" if run.signal.aborted else "error", reason)
             await settle_tool_calls(run, reason)
             await run.end_turn()
@@ -130,8 +131,8 @@ async def _close_streaming(run: Run, stop_reason: str, text: str) -> AssistantMe
 async def _fail(run: Run, stop_reason: str, text: str) -> None:
     """Carry a failure as an assistant message inside a turn (opening one if needed)."""
     try:
+        await run.leave_phase(text)
         if not run.turn_open:
-            await run.set_phase("turn")
             await run.begin_turn()
         message = await _close_streaming(run, stop_reason, text)
         await settle_tool_calls(run, f"Tool call not executed: {text}")

@@ -90,7 +90,7 @@ def _normalise(name: str) -> str:
 def _names(value: str | None) -> frozenset[str] | None:
     if value is None:
         return None
-    return frozenset(_normalise(part) for part in value.split(",") if part.strip())
+    return frozenset(_normalise(part.strip()) for part in value.split(",") if part.strip())
 
 
 @final
@@ -165,22 +165,39 @@ def _validate(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
 def _register(
     pm: pluggy.PluginManager, plugin: Any, name: str, *, hint: str, **details: Any
 ) -> tuple[str, ...]:
+    origin = _origin(details)
     try:
         pm.register(plugin, name=name)
     except pluggy.PluginValidationError as error:
         raise PluginLoadError(
-            f"plugin {name!r} is invalid: {error}. {hint}", plugin=name
+            f"plugin {name!r}{origin} is invalid: {error}. {hint}", plugin=name, **details
         ) from error
     except ValueError as error:
         raise PluginLoadError(
-            f"plugin {name!r} could not be registered: {error}", plugin=name
+            f"plugin {name!r}{origin} could not be registered: {error}. {hint}",
+            plugin=name,
+            **details,
         ) from error
     try:
         _validate(pm, plugin, name)
     except PluginLoadError as error:
         pm.unregister(plugin)
-        raise PluginLoadError(f"{error} {hint}".strip(), plugin=name, **details) from None
+        text = str(error).replace(f"plugin {name!r}", f"plugin {name!r}{origin}", 1)
+        raise PluginLoadError(f"{text}. {hint}", plugin=name, **details) from None
     return _hooks_of(pm, plugin)
+
+
+def _origin(details: dict[str, Any]) -> str:
+    distribution = details.get("distribution")
+    if not distribution:
+        return ""
+    version = details.get("version")
+    return f" (distribution {distribution} {version})" if version else f" ({distribution})"
+
+
+def disable_hint(name: str) -> str:
+    """How to start without the installed plugin ``name``."""
+    return _disable_hint(name)
 
 
 def _inprocess_name(plugin: Any, taken: set[str]) -> str:

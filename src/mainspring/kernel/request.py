@@ -75,21 +75,32 @@ async def count_tokens(run: Run, messages: tuple[Any, ...]) -> int:
 async def compact(run: Run, reason: str, tokens_before: int) -> bool:
     """The ``compaction`` phase; returns whether the transcript was replaced."""
     await run.set_phase("compaction")
+    run.compacting = (reason, tokens_before)
     await run.emit(CompactionStart, reason=reason, tokens_before=tokens_before)
     error: str | None = None
     tokens_after = tokens_before
+    run.abortable = True
     try:
         result = await run.hooks.compact(
             tuple(run.core.messages), run.model, reason, run.agent, run.signal
         )
     except HookError as failure:
+        run.abortable = False
         await run.report_hook_error(failure, "compaction skipped; the transcript is unchanged")
         result, error = None, failure.cause_text
+    except asyncio.CancelledError:
+        if not run.signal.aborted:
+            raise
+        _uncancel(run)
+        result, error = None, "aborted"
+    finally:
+        run.abortable = False
     if result is None and error is None:
         error = "no compaction plugin produced a result"
     if result is not None:
         run.core.messages[:] = list(result.messages)
         tokens_after = await count_tokens(run, await prepare_messages(run))
+    run.compacting = None
     await run.emit(
         CompactionEnd,
         reason=reason,

@@ -18,6 +18,7 @@ from ..logs import get_logger
 from ..messages import AssistantMessage, ToolResultMessage
 from ..tools import ToolResult
 from .events import (
+    CompactionEnd,
     HookErrorEvent,
     MessageEnd,
     MessageStart,
@@ -59,6 +60,7 @@ class Run:
         "abortable",
         "agent",
         "batch_results",
+        "compacting",
         "core",
         "failing",
         "hooks",
@@ -107,6 +109,7 @@ class Run:
         self.turn_message: AssistantMessage | None = None
         self.turn_results: list[ToolResultMessage] = []
         self.batch_results: dict[str, ToolResult] = {}
+        self.compacting: tuple[str, int] | None = None
 
     # -- emission ------------------------------------------------------------------------
 
@@ -116,6 +119,7 @@ class Run:
         core.seq += 1
         event = factory(seq=core.seq, run_id=self.run_id, turn=core.turn, **payload)
         signal = self.signal
+        failure: Exception | None = None
         for listener in tuple(core.listeners):
             try:
                 result = listener(event, signal)
@@ -124,16 +128,19 @@ class Run:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                if self.failing:
-                    log.error("listener_failed", event=event.type, error=repr(error))
-                    continue
-                raise ListenerError(listener, event.type, error) from error
+                log.error("listener_failed", event_type=event.type, error=repr(error))
+                if failure is None and not self.failing:
+                    failure = ListenerError(listener, event.type, error)
+                    failure.__cause__ = error
+        # every listener and observer sees every event, even after one of them failed
         try:
             await self.hooks.on_event(event, self.agent, signal)
         except HookError as error:
-            if not self.failing:
-                raise
-            log.error("on_event_failed", event=event.type, plugin=error.plugin, error=str(error))
+            log.error("on_event_failed", event_type=event.type, plugin=error.plugin, error=str(error))
+            if failure is None and not self.failing:
+                failure = error
+        if failure is not None:
+            raise failure
 
     async def report_hook_error(self, error: HookError, outcome: str) -> None:
         """Emit ``hook_error`` for a failure the kernel contained."""
@@ -155,6 +162,20 @@ class Run:
             return
         self.core.phase = phase
         await self.emit(PhaseChange, previous=previous, phase=phase)
+
+    async def leave_phase(self, why: str) -> None:
+        """Back to ``turn`` from an interrupted compaction or retry (failure paths)."""
+        if self.compacting is not None:
+            reason, tokens = self.compacting
+            self.compacting = None
+            await self.emit(
+                CompactionEnd,
+                reason=reason,
+                tokens_before=tokens,
+                tokens_after=tokens,
+                error=f"interrupted: {why}",
+            )
+        await self.set_phase("turn")
 
     async def begin_turn(self) -> None:
         """Open the next turn: ``turn_start``."""

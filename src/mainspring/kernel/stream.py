@@ -14,7 +14,7 @@ import json
 import time
 from typing import Any, final
 
-from ..messages import AssistantMessage, StopReason, TextContent, ThinkingContent, ToolCall, Usage
+from ..messages import AssistantMessage, freeze, StopReason, TextContent, ThinkingContent, ToolCall, Usage
 from ..providers.base import (
     StreamDone,
     StreamEvent,
@@ -145,7 +145,10 @@ class StreamAssembler:
                     continue
                 content.append(
                     ToolCall.model_construct(
-                        type="tool_call", id=block.id, name=block.name, arguments=block.parsed or {}
+                        type="tool_call",
+                        id=block.id,
+                        name=block.name,
+                        arguments=freeze(block.parsed or {}),
                     )
                 )
             elif block[0] == "text":

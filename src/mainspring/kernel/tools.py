@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any, final
 
 from pydantic import BaseModel
 
-from ..messages import AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
+from ..messages import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    thaw,
+)
 from ..tools import Tool, ToolArgumentsError, ToolResult
 from .events import ToolDecision, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
 from .signal import AbortSignal
@@ -160,7 +167,7 @@ async def _prepare(
 ) -> _Prepared | None:
     run.core.pending_tool_calls[call.id] = None
     await run.emit(
-        ToolExecutionStart, tool_call_id=call.id, tool_name=call.name, args=dict(call.arguments)
+        ToolExecutionStart, tool_call_id=call.id, tool_name=call.name, args=thaw(call.arguments)
     )
     tool = run.tools.get(call.name)
     if tool is None:
@@ -176,7 +183,7 @@ async def _prepare(
         await _finish_call(run, call, ToolResult.error(text))
         return None
     try:
-        args = tool.validate(dict(call.arguments))
+        args = tool.validate(thaw(call.arguments))
     except ToolArgumentsError as error:
         await _finish_call(run, call, ToolResult.error(str(error)))
         return None
@@ -212,7 +219,10 @@ async def _invoke(prepared: _Prepared, queue: asyncio.Queue[tuple[int, bool, Any
         result = ToolResult.error(f'Tool "{tool.name}" timed out after {tool.timeout_s:g} s')
     except asyncio.CancelledError:
         context._finished = True
-        raise
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the kernel cancelled it (abort or shutdown)
+        result = ToolResult.error(f'Tool "{tool.name}" failed: it raised CancelledError')
     except Exception as error:
         detail = str(error) or type(error).__name__
         result = ToolResult.error(f'Tool "{tool.name}" failed: {type(error).__name__}: {detail}')
@@ -303,7 +313,7 @@ async def execute_tool_calls(
                 ToolExecutionStart,
                 tool_call_id=call.id,
                 tool_name=call.name,
-                args=dict(call.arguments),
+                args=thaw(call.arguments),
             )
             await _finish_call(run, call, _length_cut_result(call))
     else:

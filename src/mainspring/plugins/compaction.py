@@ -2,8 +2,8 @@
 
 Drops the oldest whole turns and puts a :class:`~mainspring.messages.CompactionSummary`
 marker in their place (the default ``convert_to_llm`` renders it for the model). A cut
-never falls between a tool call and its results: it only happens just before a user
-message or an assistant message. The kept tail is the longest that fits
+never falls between a tool call and its results: it only happens where every earlier
+call has its result. The kept tail is the longest that fits
 ``settings.compaction.keep_recent_tokens`` (and the usable window), and always includes
 the newest message. A plugin with a real summary (see the ``summary-compaction`` example)
 runs before this one and wins.
@@ -16,19 +16,24 @@ from typing import Any
 
 from ..errors import CompactionResult
 from ..hookspecs import hookimpl
-from ..messages import CompactionSummary, ToolResultMessage
+from ..messages import AssistantMessage, CompactionSummary, ToolResultMessage
 from .tokens import estimate_tokens
 
 __all__ = ["compact", "cut_index", "safe_cut_points"]
 
 
 def safe_cut_points(messages: Sequence[Any]) -> list[int]:
-    """Indexes where the transcript may be cut: never at a tool result."""
-    return [
-        index
-        for index, message in enumerate(messages)
-        if index > 0 and not isinstance(message, ToolResultMessage)
-    ]
+    """Indexes where the transcript may be cut: never while a tool call awaits its result."""
+    points: list[int] = []
+    waiting: set[str] = set()
+    for index, message in enumerate(messages):
+        if index > 0 and not waiting and not isinstance(message, ToolResultMessage):
+            points.append(index)
+        if isinstance(message, AssistantMessage):
+            waiting = {call.id for call in message.tool_calls}
+        elif isinstance(message, ToolResultMessage):
+            waiting.discard(message.tool_call_id)
+    return points
 
 
 def cut_index(messages: Sequence[Any], budget_tokens: int) -> int | None:
