@@ -136,7 +136,9 @@ class Run:
         try:
             await self.hooks.on_event(event, self.agent, signal)
         except HookError as error:
-            log.error("on_event_failed", event_type=event.type, plugin=error.plugin, error=str(error))
+            log.error(
+                "on_event_failed", event_type=event.type, plugin=error.plugin, error=str(error)
+            )
             if failure is None and not self.failing:
                 failure = error
         if failure is not None:

@@ -14,7 +14,15 @@ import json
 import time
 from typing import Any, final
 
-from ..messages import AssistantMessage, freeze, StopReason, TextContent, ThinkingContent, ToolCall, Usage
+from ..messages import (
+    AssistantMessage,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+    freeze,
+)
 from ..providers.base import (
     StreamDone,
     StreamEvent,

@@ -27,6 +27,10 @@ from typing import Final
 __all__ = ["ToolFailure", "Workspace"]
 
 
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 class ToolFailure(Exception):
     """An expected failure of a tool call; its message is what the model is told."""
 
@@ -45,17 +49,15 @@ class Workspace:
         if not resolved.is_dir():
             raise ValueError(f"the workspace {os.fspath(root)!r} is not an existing directory")
         self.root: Final[Path] = resolved
-        self._given = os.fspath(root)
+        self._given = os.path.normpath(os.path.abspath(os.fspath(root)))
 
     def contains(self, path: str | os.PathLike[str]) -> bool:
         """Whether ``path`` (already absolute and normalised) is the root or inside it."""
-        candidate = os.fspath(path)
-        root = os.fspath(self.root)
-        return candidate == root or candidate.startswith(root.rstrip(os.sep) + os.sep)
+        return _inside(os.fspath(path), os.fspath(self.root))
 
     def _lexically_inside(self, path: str) -> bool:
-        given = os.path.normpath(os.path.abspath(self._given))
-        return self.contains(path) or path == given or path.startswith(given.rstrip(os.sep) + os.sep)
+        """Inside the root as resolved, or as it was given (which may contain symlinks)."""
+        return self.contains(path) or _inside(path, self._given)
 
     def resolve(self, path: str) -> Path:
         """The real path ``path`` names inside the workspace; :class:`ToolFailure` if it
@@ -88,6 +90,7 @@ class Workspace:
             f"{path!r} goes through a symlink that points outside the workspace "
             f"(to {real}); refused"
         )
+
     def display(self, path: Path) -> str:
         """``path`` as the model should see it: relative to the root, ``/``-separated."""
         if path == self.root:
