@@ -713,7 +713,9 @@ async def test_abort_during_a_compact_that_honours_the_signal() -> None:
     [end] = recorder.of_type("agent_end")
     assert end.reason == "aborted"
     assert agent.state.messages[-1].stop_reason == "aborted"
-    assert len(recorder.of_type("compaction_end")) == 1
+    [compaction_end] = recorder.of_type("compaction_end")
+    assert compaction_end.error
+    assert not any(isinstance(m, CompactionSummary) for m in agent.state.messages)
 
 
 async def test_abort_during_a_compact_that_ignores_the_signal_does_not_hang() -> None:
@@ -736,9 +738,13 @@ async def test_abort_during_a_compact_that_ignores_the_signal_does_not_hang() ->
             await asyncio.sleep(3)  # a slow summary call that does not look at the signal
             return None
 
-    _agent, recorder, elapsed = await _abort_during_compaction(Stubborn())
+    agent, recorder, elapsed = await _abort_during_compaction(Stubborn())
     assert recorder.of_type("agent_end")[0].reason == "aborted"
     assert elapsed < 1, f"abort() took {elapsed:.1f}s: it waited for the compact hook"
+    [end] = recorder.of_type("compaction_end")
+    assert end.error  # interrupted: nothing was replaced
+    assert not any(isinstance(m, CompactionSummary) for m in agent.state.messages)
+    assert agent.state.messages[-1].stop_reason == "aborted"
 
 
 # == custom messages inside a tool batch ================================================
@@ -770,3 +776,16 @@ async def test_the_fallback_does_not_cut_between_a_call_and_its_result_at_a_cust
     assert end.error is None
     assert isinstance(agent.state.messages[0], CompactionSummary)
     assert transcript_problem(agent.state.messages) is None
+
+
+# == sessions ===========================================================================
+
+
+async def test_a_compaction_is_recorded_in_the_session_file(tmp_path: Any) -> None:
+    path = tmp_path / "session.jsonl"
+    settings = Settings(session_path=str(path))
+    agent, _, _ = await run([faux.text("done")], settings=settings)
+    assert isinstance(agent.state.messages[0], CompactionSummary)
+
+    resumed = Agent.from_session(path, provider=FauxProvider(), autoload=False)
+    assert list(resumed.state.messages) == list(agent.state.messages)

@@ -361,3 +361,53 @@ def test_zero_base_delay_retries_at_once() -> None:
 def test_the_defaults_match_the_contract() -> None:
     settings = RetrySettings()
     assert (settings.max_attempts, settings.base_delay_s, settings.max_delay_s) == (3, 1.0, 30.0)
+
+
+# == combined with compaction and sessions ==============================================
+
+
+async def test_a_retry_then_an_overflow_then_success() -> None:
+    from mainspring import CompactionSummary, TextContent, UserMessage
+
+    provider = FauxProvider(
+        [busy(after=["par"]), faux.error("prompt is too long", context_overflow=True), "ok"]
+    )
+    history = [
+        UserMessage(content="old"),
+        AssistantMessage(
+            content=(TextContent(text="old answer"),),
+            provider="faux",
+            model="test",
+            stop_reason="stop",
+        ),
+    ]
+    agent = Agent(
+        model="faux:test", provider=provider, messages=history, autoload=False, settings=FAST
+    )
+    recorder = EventRecorder()
+    agent.subscribe(recorder)
+    await agent.prompt("hello")
+    check_event_grammar(recorder.events)
+    assert phases(recorder) == [
+        ("idle", "turn"),
+        ("turn", "retry"),
+        ("retry", "turn"),
+        ("turn", "compaction"),
+        ("compaction", "turn"),
+        ("turn", "idle"),
+    ]
+    assert [e.reason for e in recorder.of_type("compaction_start")] == ["overflow"]
+    assert len(provider.requests) == 3
+    messages = agent.state.messages
+    assert isinstance(messages[0], CompactionSummary)
+    assert text_of(messages[-1]) == "ok"
+    assert all(text_of(m) != "par" for m in messages)
+
+
+async def test_a_failed_attempt_is_not_written_to_the_session(tmp_path: Any) -> None:
+    path = tmp_path / "session.jsonl"
+    settings = Settings(retry=RetrySettings(base_delay_s=0.001), session_path=str(path))
+    agent, _, _ = await run([busy(after=["partial"]), "final"], settings)
+    assert "partial" not in path.read_text()
+    resumed = Agent.from_session(path, provider=FauxProvider(), autoload=False)
+    assert list(resumed.state.messages) == list(agent.state.messages)

@@ -54,6 +54,7 @@ WEATHER = ToolSpec(
 
 
 def _provider(max_output_tokens: int = 32, **options: Any) -> LocalProvider:
+    options.setdefault("tool_mode", "force_first")
     return LocalProvider(max_output_tokens=max_output_tokens, **options)
 
 

@@ -65,6 +65,18 @@ def coding_agent(workspace: Path, provider: FauxProvider, **options: Any) -> Age
 
 
 @pytest.fixture
+def coding_make_agent(coding_ws: Path) -> Callable[..., tuple[Agent, FauxProvider]]:
+    """``coding_make_agent(steps, **options)``: an agent in ``coding_ws`` and its provider,
+    for tests that drive the run themselves."""
+
+    def make(steps: list[Any], **options: Any) -> tuple[Agent, FauxProvider]:
+        provider = FauxProvider(steps)
+        return coding_agent(coding_ws, provider, **options), provider
+
+    return make
+
+
+@pytest.fixture
 def coding_run(coding_ws: Path) -> RunSteps:
     """``await coding_run(steps, **options)``: prompt an agent scripted with ``steps``."""
 

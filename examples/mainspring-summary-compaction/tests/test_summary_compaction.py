@@ -297,6 +297,47 @@ async def test_disabled_compaction_asks_nothing() -> None:
     assert len(provider.requests) == 1
 
 
+async def test_abort_during_the_summary_request_returns_at_once() -> None:
+    import asyncio
+    import time
+
+    provider = FauxProvider([faux.text(SUMMARY), "never sent"], delay_s=0.5)
+    agent = Agent(
+        model=SMALL_MODEL,
+        provider=provider,
+        messages=long_history(),
+        plugins=[plugin],
+        autoload=False,
+    )
+    recorder = EventRecorder()
+    agent.subscribe(recorder)
+    compacting = asyncio.Event()
+    agent.subscribe(
+        lambda event, signal: compacting.set() if event.type == "compaction_start" else None
+    )
+    task = asyncio.ensure_future(agent.prompt(PROMPT))
+    await compacting.wait()
+    started = time.monotonic()
+    agent.abort()
+    await asyncio.wait_for(task, timeout=5)
+    assert time.monotonic() - started < 1
+    check_event_grammar(recorder.events)
+    assert recorder.of_type("agent_end")[0].reason == "aborted"
+    assert recorder.of_type("compaction_end")[0].error
+    assert not any(isinstance(m, CompactionSummary) for m in agent.state.messages)
+    assert provider.remaining == 1
+
+
+async def test_the_summary_survives_a_session_round_trip(tmp_path: Any) -> None:
+    path = tmp_path / "session.jsonl"
+    agent, _, _ = await run([faux.text(SUMMARY), "done"], settings=Settings(session_path=str(path)))
+    resumed = Agent.from_session(path, provider=FauxProvider(), autoload=False)
+    marker = resumed.state.messages[0]
+    assert isinstance(marker, CompactionSummary)
+    assert marker == agent.state.messages[0]
+    assert marker.details["files"] == agent.state.messages[0].details["files"]
+
+
 # == units ==============================================================================
 
 

@@ -42,5 +42,23 @@ def register_providers(agent: Any) -> list[Any]:
         FauxProvider(),
         OpenAIProvider(**_http_options(settings, "openai")),
         AnthropicProvider(**_http_options(settings, "anthropic")),
-        LocalProvider(),
+        LocalProvider(**_local_options(settings)),
     ]
+
+
+_LOCAL_OPTIONS = frozenset(
+    {"tool_mode", "dedupe_tool_calls", "context_window", "max_output_tokens", "threads"}
+)
+
+
+def _local_options(settings: Any) -> dict[str, Any]:
+    config = settings.providers.get("local")
+    if config is None:
+        return {}
+    unknown = sorted(set(config.options) - _LOCAL_OPTIONS)
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) for the local provider: {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(_LOCAL_OPTIONS))}"
+        )
+    return dict(config.options)

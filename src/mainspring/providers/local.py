@@ -24,13 +24,17 @@ Tool calls. The 135M model only emits a tool call when forced: ``tool_choice:
 "required"`` *and* an assistant prefill of ``<tool_call>\\n`` (the server treats a
 trailing assistant message as the start of the reply). The ``tool_mode`` option decides:
 
-- ``"force_first"`` (default): when the request has tools and its last message is a
+- ``"off"`` (default): tools are never sent. A 135M model cannot choose tools sensibly,
+  and the tool descriptions cost it seconds of prompt processing per request.
+- ``"force_first"``: when the request has tools and its last message is a
   user message, the call is forced; after tool results the request is sent *without*
   tools, so the model answers in text and the run ends. Each user prompt thus gets
   exactly one round of tool calls followed by an answer.
 - ``"auto"``: tools are sent as they are with ``tool_choice: "auto"`` (this model then
   practically never calls one).
-- ``"off"``: tools are never sent.
+
+Choose the mode with ``Settings(providers={"local": {"options": {"tool_mode": ...}}})``
+(or ``[providers.local] options = {tool_mode = "force_first"}`` in the config file).
 
 The model sometimes repeats the same call in one reply; with ``dedupe_tool_calls`` (the
 default) a call whose name and arguments equal an earlier call of the same reply is
@@ -647,7 +651,7 @@ class LocalProvider:
         context_window: int = CONTEXT_WINDOW,
         max_output_tokens: int = MAX_OUTPUT_TOKENS,
         threads: int | None = None,
-        tool_mode: ToolMode = "force_first",
+        tool_mode: ToolMode = "off",
         dedupe_tool_calls: bool = True,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         timeout: TimeoutSpec = None,

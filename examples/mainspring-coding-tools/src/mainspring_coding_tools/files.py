@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from mainspring import ToolResult
@@ -237,14 +237,17 @@ def _glob_matches(glob: str, relative: str) -> bool:
     return fnmatch.fnmatchcase(relative.rsplit("/", 1)[-1], glob)
 
 
-def _walk(workspace: Workspace, start: Path) -> Iterator[Path]:
+def _walk(start: Path) -> list[Path]:
+    """The files under ``start`` (or ``start`` itself), sorted by path; directories in
+    :data:`SKIPPED_DIRECTORIES` and symlinked directories are not entered."""
     if start.is_file():
-        yield start
-        return
+        return [start]
+    found: list[Path] = []
     for directory, subdirectories, files in os.walk(start):
-        subdirectories[:] = sorted(name for name in subdirectories if name not in SKIPPED_DIRECTORIES)
-        for name in sorted(files):
-            yield Path(directory, name)
+        subdirectories[:] = [name for name in subdirectories if name not in SKIPPED_DIRECTORIES]
+        found.extend(Path(directory, name) for name in files)
+    found.sort(key=lambda path: path.parts)
+    return found
 
 
 def grep_files(
@@ -267,7 +270,7 @@ def grep_files(
     hits: list[str] = []
     files_with_hits = 0
     capped = False
-    for file in _walk(workspace, start):
+    for file in _walk(start):
         if aborted():
             raise ToolFailure("grep was aborted")
         relative = workspace.display(file)
