@@ -112,7 +112,11 @@ def coding_call(coding_run: RunSteps) -> CallTools:
 
 
 def live_group_members(pgid: int) -> list[int]:
-    """The processes of process group ``pgid`` that are still running (not zombies)."""
+    """The processes of process group ``pgid`` that are still running (not zombies).
+
+    Called after the tool returned: its group was killed with ``SIGKILL`` and its leader
+    reaped; a member still finishing its exit would show here, so the bash tool waits for
+    the output pipe (closed by every member's exit) before it returns."""
     alive = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import select
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,12 +38,21 @@ async def test_bash_has_no_stdin_and_no_pager(coding_call: Any) -> None:
 
 
 def _dead(pid: int) -> bool:
-    """Gone, or a zombie waiting to be reaped by its new parent."""
+    """Whether ``pid`` has exited (a zombie counts), waiting for it at most 5 s.
+
+    A ``SIGKILL`` is delivered asynchronously: the output pipe can already be closed while
+    the process is still finishing its exit, so this waits on a pidfd (an event, not a
+    poll) rather than looking once.
+    """
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
         return True
-    return state in ("Z", "X")
+    try:
+        readable, _, _ = select.select([fd], [], [], 5.0)
+        return bool(readable)
+    finally:
+        os.close(fd)
 
 
 async def test_bash_timeout_kills_the_whole_process_group(

@@ -45,10 +45,9 @@ __all__ = [
 Phase: TypeAlias = Literal["idle", "turn", "compaction", "retry"]
 AgentEndReason: TypeAlias = Literal["stop", "error", "aborted", "stopped_by_hook"]
 
-_frozen = dataclass(frozen=True, slots=True, kw_only=True)
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Event:
     type: ClassVar[str]
     seq: int
@@ -56,14 +55,14 @@ class _Event:
     turn: int | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentStart(_Event):
     """First event of every run."""
 
     type: ClassVar[str] = "agent_start"
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentEnd(_Event):
     """Last event of every run: the run's new ``messages``, why it ended, and the detail."""
 
@@ -73,14 +72,14 @@ class AgentEnd(_Event):
     detail: str | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnStart(_Event):
     """A turn begins: inputs, one model request, its tool batch."""
 
     type: ClassVar[str] = "turn_start"
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnEnd(_Event):
     """A turn ends: its assistant ``message`` (``None`` if it had none) and its results."""
 
@@ -89,7 +88,7 @@ class TurnEnd(_Event):
     tool_results: tuple[ToolResultMessage, ...] = ()
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MessageStart(_Event):
     """A message enters the transcript (assistant messages begin streaming)."""
 
@@ -97,7 +96,7 @@ class MessageStart(_Event):
     message: Any
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MessageUpdate(_Event):
     """An assistant message grew by ``delta``; ``message`` is the partial message."""
 
@@ -106,7 +105,7 @@ class MessageUpdate(_Event):
     delta: Any
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MessageEnd(_Event):
     """A message is complete and is now part of the transcript."""
 
@@ -114,7 +113,7 @@ class MessageEnd(_Event):
     message: Any
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionStart(_Event):
     """A tool call begins preparation; ``args`` are the model's raw arguments."""
 
@@ -124,7 +123,7 @@ class ToolExecutionStart(_Event):
     args: Any
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionUpdate(_Event):
     """A running tool reported progress through ``ctx.update``."""
 
@@ -134,7 +133,7 @@ class ToolExecutionUpdate(_Event):
     partial_result: Any
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionEnd(_Event):
     """A tool call finished (or failed preparation); ``result`` is final."""
 
@@ -145,7 +144,7 @@ class ToolExecutionEnd(_Event):
     is_error: bool
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PhaseChange(_Event):
     """The phase machine moved from ``previous`` to ``phase``."""
 
@@ -154,7 +153,7 @@ class PhaseChange(_Event):
     phase: Phase
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionStart(_Event):
     """Compaction begins; ``reason`` is ``threshold`` or ``overflow``."""
 
@@ -163,7 +162,7 @@ class CompactionStart(_Event):
     tokens_before: int
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionEnd(_Event):
     """Compaction ended; ``error`` is set when it failed and nothing was replaced."""
 
@@ -174,7 +173,7 @@ class CompactionEnd(_Event):
     error: str | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Retry(_Event):
     """A retryable provider failure; the next attempt starts after ``delay_s``."""
 
@@ -185,7 +184,7 @@ class Retry(_Event):
     error: str
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class HookErrorEvent(_Event):
     """A plugin's hook implementation failed; ``outcome`` says what the kernel did."""
 
@@ -196,7 +195,7 @@ class HookErrorEvent(_Event):
     outcome: str
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolDecision(_Event):
     """The audit record of a gate decision on one tool call."""
 
@@ -248,7 +247,7 @@ def _plain(value: Any) -> Any:
 def event_to_dict(event: Event) -> dict[str, Any]:
     """A JSON-ready dict of ``event``: ``type`` first, then its fields."""
     data: dict[str, Any] = {"type": event.type}
-    for item in dataclasses.fields(event):  # type: ignore[arg-type]
+    for item in dataclasses.fields(event):
         data[item.name] = _plain(getattr(event, item.name))
     return data
 

@@ -85,6 +85,31 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signals.SIGKILL)
 
 
+class _Collector(asyncio.SubprocessProtocol):
+    """Feeds the output into a buffer and reports the shell's exit and the pipe's end.
+
+    A protocol rather than ``asyncio.create_subprocess_exec``: ``Process.wait()`` returns
+    only once the output pipe is closed too, and a background child (``cmd &``) keeps it
+    open; ``process_exited`` tells when the shell itself is gone.
+    """
+
+    def __init__(self, buffer: OutputBuffer, loop: asyncio.AbstractEventLoop) -> None:
+        self.buffer = buffer
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.output_closed: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self.buffer.feed(data.encode() if isinstance(data, str) else data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1 and not self.output_closed.done():
+            self.output_closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
 async def run_command(
     command: str,
     *,
@@ -97,61 +122,52 @@ async def run_command(
     """Run ``command`` (see the module docs); never leaves a process behind."""
     if ctx.signal.aborted:
         return ToolResult.error("Not run: the run was aborted")
-    env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"}
-    process = await asyncio.create_subprocess_exec(
+    loop = asyncio.get_running_loop()
+    buffer = OutputBuffer(max_output_chars)
+    transport, collector = await loop.subprocess_exec(
+        lambda: _Collector(buffer, loop),
         shell,
         "-c",
         command,
         cwd=cwd,
-        env=env,
+        env={**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"},
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
     )
-    pgid = process.pid  # a new session: the shell leads its own process group
+    pgid = transport.get_pid()  # a new session: the shell leads its own process group
     ctx.update({"pid": pgid})
-    buffer = OutputBuffer(max_output_chars)
-    assert process.stdout is not None
-    stdout = process.stdout
-
-    async def pump() -> None:
-        while chunk := await stdout.read(65536):
-            buffer.feed(chunk)
-
-    reader = asyncio.ensure_future(pump())
-    exited = asyncio.ensure_future(process.wait())
     aborted = asyncio.ensure_future(ctx.signal.wait())
     timed_out = was_aborted = False
     try:
-        await asyncio.wait({exited, aborted}, timeout=timeout_s, return_when="FIRST_COMPLETED")
-        if not exited.done():
+        await asyncio.wait({collector.exited, aborted}, timeout=timeout_s, return_when="FIRST_COMPLETED")
+        if not collector.exited.done():
             was_aborted = aborted.done()
             timed_out = not was_aborted
         # the shell has exited, or must: end everything still running in its group, so
-        # the output pipe closes and nothing outlives the call
+        # the output pipe closes and nothing outlives the call. What was written is in
+        # the pipe already; only a process that left the group (setsid) could keep it
+        # open, and it is not waited for.
         _kill_group(pgid)
-        await exited
-        # what was written is in the pipe already; only a process that left the group
-        # (setsid) could keep it open, and it is not waited for
-        await asyncio.wait({reader}, timeout=_DRAIN_S)
+        await asyncio.wait({collector.exited, collector.output_closed}, timeout=_DRAIN_S)
     finally:
         _kill_group(pgid)
         aborted.cancel()
-        with contextlib.suppress(BaseException):  # a second cancellation: stop waiting
-            await asyncio.wait({exited, reader}, timeout=_DRAIN_S)
-        reader.cancel()
-        exited.cancel()
+        if not collector.exited.done():
+            # cancelled (the kernel cancels running tools on abort): wait the few
+            # milliseconds the killed group takes to exit, so none of it outlives the call
+            await asyncio.wait({collector.exited, collector.output_closed}, timeout=_DRAIN_S)
+        transport.close()
 
-    output = buffer.text()
-    code = process.returncode
+    code = transport.get_returncode()
     details: dict[str, Any] = {
         "exit_code": code,
         "timed_out": timed_out,
         "output_chars": buffer.total,
         "truncated": buffer.truncated,
     }
-    body = output if output else "(no output)"
+    body = buffer.text() or "(no output)"
     if not body.endswith("\n"):
         body += "\n"
     if was_aborted:
