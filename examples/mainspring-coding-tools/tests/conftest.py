@@ -12,6 +12,7 @@ directories collected in the same pytest session.
 from __future__ import annotations
 
 import os
+import select
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,13 +112,27 @@ def coding_call(coding_run: RunSteps) -> CallTools:
     return call
 
 
-def live_group_members(pgid: int) -> list[int]:
-    """The processes of process group ``pgid`` that are still running (not zombies).
+def exited(pid: int, within_s: float = 5.0) -> bool:
+    """Whether process ``pid`` has exited (a zombie counts), waiting at most ``within_s``.
 
-    Called after the tool returned: its group was killed with ``SIGKILL`` and its leader
-    reaped; a member still finishing its exit would show here, so the bash tool waits for
-    the output pipe (closed by every member's exit) before it returns."""
-    alive = []
+    A ``SIGKILL`` is delivered asynchronously: a killed process closes its files (so the
+    tool sees its output pipe close) a moment before it is marked dead. This waits on a
+    pidfd, which becomes readable when the process exits: an event, not a poll.
+    """
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], within_s)
+        return bool(readable)
+    finally:
+        os.close(fd)
+
+
+def surviving_group_members(pgid: int) -> list[int]:
+    """The processes of process group ``pgid`` that do not exit within 5 s."""
+    members = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -126,15 +141,22 @@ def live_group_members(pgid: int) -> list[int]:
         except OSError:
             continue
         fields = stat.rsplit(")", 1)[1].split()
-        state, group = fields[0], int(fields[2])
-        if group == pgid and state not in ("Z", "X"):
-            alive.append(int(entry))
-    return alive
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            members.append(int(entry))
+    return [pid for pid in members if not exited(pid)]
 
 
 @pytest.fixture
-def coding_live_group_members() -> Callable[[int], list[int]]:
-    """:func:`live_group_members`, for tests (skipped where there is no ``/proc``)."""
-    if not os.path.isdir("/proc/self"):
-        pytest.skip("needs /proc to inspect process groups")
-    return live_group_members
+def coding_survivors() -> Callable[[int], list[int]]:
+    """:func:`surviving_group_members` (skipped where there is no ``/proc`` or pidfd)."""
+    if not os.path.isdir("/proc/self") or not hasattr(os, "pidfd_open"):
+        pytest.skip("needs /proc and pidfd_open to inspect processes")
+    return surviving_group_members
+
+
+@pytest.fixture
+def coding_exited() -> Callable[[int], bool]:
+    """:func:`exited` (skipped where there is no pidfd)."""
+    if not hasattr(os, "pidfd_open"):
+        pytest.skip("needs pidfd_open to watch a process")
+    return exited

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import select
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +10,8 @@ from typing import Any
 from mainspring.testing import EventRecorder, check_event_grammar, faux
 from mainspring_coding_tools import build_tools
 
-LiveMembers = Callable[[int], list[int]]
+Survivors = Callable[[int], list[int]]
+Exited = Callable[[int], bool]
 
 
 async def test_bash_reports_output_and_exit_code(coding_call: Any) -> None:
@@ -37,26 +36,8 @@ async def test_bash_has_no_stdin_and_no_pager(coding_call: Any) -> None:
     assert result.text == "pager=cat\n[exit code: 0]"
 
 
-def _dead(pid: int) -> bool:
-    """Whether ``pid`` has exited (a zombie counts), waiting for it at most 5 s.
-
-    A ``SIGKILL`` is delivered asynchronously: the output pipe can already be closed while
-    the process is still finishing its exit, so this waits on a pidfd (an event, not a
-    poll) rather than looking once.
-    """
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], 5.0)
-        return bool(readable)
-    finally:
-        os.close(fd)
-
-
 async def test_bash_timeout_kills_the_whole_process_group(
-    coding_ws: Path, coding_call: Any, coding_live_group_members: LiveMembers
+    coding_ws: Path, coding_call: Any, coding_survivors: Survivors
 ) -> None:
     started = time.monotonic()
 
@@ -100,7 +81,7 @@ async def test_bash_caps_the_output_keeping_head_and_tail(coding_call: Any) -> N
 
 
 async def test_background_processes_end_with_the_command(
-    coding_ws: Path, coding_call: Any, coding_live_group_members: LiveMembers
+    coding_ws: Path, coding_call: Any, coding_survivors: Survivors
 ) -> None:
     started = time.monotonic()
 
@@ -114,7 +95,7 @@ async def test_background_processes_end_with_the_command(
 
 
 async def test_abort_kills_the_running_command(
-    coding_make_agent: Any, coding_live_group_members: LiveMembers
+    coding_make_agent: Any, coding_survivors: Survivors
 ) -> None:
     steps = [faux.tool_call("bash", {"command": "sleep 30; echo never"}), faux.text("unused")]
     agent, _ = coding_make_agent(steps)
@@ -140,7 +121,7 @@ async def test_abort_kills_the_running_command(
     assert "aborted" in result.text.lower()
     (end,) = recorder.of_type("agent_end")
     assert end.reason == "aborted"
-    assert coding_live_group_members(groups[0]) == []
+    assert coding_survivors(groups[0]) == []
 
 
 def test_bash_is_sequential_and_the_file_tools_are_not(coding_ws: Path) -> None:

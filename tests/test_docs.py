@@ -1,0 +1,28 @@
+"""The docs stay true: the hook reference is generated from the hookspecs."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_hook_reference_is_up_to_date() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "generate_hook_reference", ROOT / "docs" / "generate_hook_reference.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    committed = (ROOT / "docs" / "hooks.md").read_text(encoding="utf-8")
+    assert committed == module.render(), (
+        "docs/hooks.md is stale: run `python docs/generate_hook_reference.py`"
+    )
+
+
+def test_every_docs_page_is_linked_from_the_index() -> None:
+    index = (ROOT / "docs" / "README.md").read_text(encoding="utf-8")
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        if page.name != "README.md":
+            assert f"({page.name})" in index, f"{page.name} is not linked from docs/README.md"
