@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import mainspring_coding_tools
 import pytest
 
-import mainspring_coding_tools
 from mainspring import Agent, Settings, ToolResultMessage
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mainspring.testing import EventRecorder, check_event_grammar, faux
 from mainspring_coding_tools import build_tools
+
+from mainspring.testing import EventRecorder, check_event_grammar, faux
 
 Survivors = Callable[[int], list[int]]
 Exited = Callable[[int], bool]
@@ -37,7 +38,7 @@ async def test_bash_has_no_stdin_and_no_pager(coding_call: Any) -> None:
 
 
 async def test_bash_timeout_kills_the_whole_process_group(
-    coding_ws: Path, coding_call: Any, coding_survivors: Survivors
+    coding_ws: Path, coding_call: Any, coding_exited: Exited
 ) -> None:
     started = time.monotonic()
 
@@ -50,20 +51,20 @@ async def test_bash_timeout_kills_the_whole_process_group(
     assert result.is_error
     assert result.text == "started\n[timed out after 0.5 s: the process group was killed]"
     assert result.details["timed_out"] is True
-    assert _dead(int((coding_ws / "child.pid").read_text()))  # the shell's child went too
+    assert coding_exited(int((coding_ws / "child.pid").read_text()))  # the shell's child went too
 
 
 async def test_a_call_may_ask_for_its_own_timeout_within_the_maximum(coding_call: Any) -> None:
     short, too_long = await coding_call(
-        ("bash", {"command": "sleep 30", "timeout": 0.3}),
-        ("bash", {"command": "true", "timeout": 5000}),
+        ("bash", {"command": "sleep 30", "timeout_s": 0.3}),
+        ("bash", {"command": "true", "timeout_s": 5000}),
         bash_max_timeout_s=60,
     )
 
     assert short.is_error and "[timed out after 0.3 s" in short.text
     assert too_long.is_error
     assert 'Invalid arguments for tool "bash"' in too_long.text
-    assert "timeout" in too_long.text
+    assert "timeout_s" in too_long.text
 
 
 async def test_bash_caps_the_output_keeping_head_and_tail(coding_call: Any) -> None:
@@ -81,7 +82,7 @@ async def test_bash_caps_the_output_keeping_head_and_tail(coding_call: Any) -> N
 
 
 async def test_background_processes_end_with_the_command(
-    coding_ws: Path, coding_call: Any, coding_survivors: Survivors
+    coding_ws: Path, coding_call: Any, coding_exited: Exited
 ) -> None:
     started = time.monotonic()
 
@@ -91,7 +92,7 @@ async def test_background_processes_end_with_the_command(
 
     assert time.monotonic() - started < 10  # not held open by the background sleep
     assert result.text == "spawned\n[exit code: 0]"
-    assert _dead(int((coding_ws / "bg.pid").read_text()))
+    assert coding_exited(int((coding_ws / "bg.pid").read_text()))
 
 
 async def test_abort_kills_the_running_command(

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mainspring_coding_tools import ToolFailure, Workspace
 
 
@@ -93,7 +92,7 @@ async def test_writing_through_an_inside_symlink_writes_its_target(
 async def test_bash_runs_in_the_workspace_root(coding_ws: Path, coding_call: Any) -> None:
     (result,) = await coding_call(("bash", {"command": "pwd -P"}))
 
-    assert result.text.splitlines()[0] == str(coding_ws.resolve())
+    assert result.text.splitlines()[0] == str(Workspace(coding_ws).root)
 
 
 def test_workspace_resolution_rules(coding_ws: Path, coding_escape_setup: Path) -> None:

@@ -46,7 +46,6 @@ Phase: TypeAlias = Literal["idle", "turn", "compaction", "retry"]
 AgentEndReason: TypeAlias = Literal["stop", "error", "aborted", "stopped_by_hook"]
 
 
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Event:
     type: ClassVar[str]

@@ -54,19 +54,32 @@ def compact(messages: tuple[Any, ...], model: Any, agent: Any) -> CompactionResu
     window = model.context_window
     budget = min(settings.keep_recent_tokens, max(window - settings.reserve_for(window), 0) // 2)
     body = list(messages)
-    removed_before = 0
+    earlier: list[CompactionSummary] = []
     while body and isinstance(body[0], CompactionSummary):
-        removed_before += body.pop(0).removed
+        earlier.append(body.pop(0))
     index = cut_index(body, budget)
     if index is None:
         return None
     dropped, kept = body[:index], body[index:]
-    removed = removed_before + len(dropped)
+    removed = sum(marker.removed for marker in earlier) + len(dropped)
+    # a real summary written by an earlier (plugin) compaction is kept, not thrown away
+    summaries: list[str] = []
+    for old in earlier:
+        if isinstance(old.details, dict) and old.details.get("source") == "fallback":
+            summaries.extend(old.details.get("summaries", []))
+        else:
+            summaries.append(old.summary)
+    text = (
+        f"{removed} earlier messages were removed to save space; no summary is available "
+        "for them beyond what is written above. Ask the user if something from before is "
+        "needed."
+        if summaries
+        else f"{removed} earlier messages were removed to save space; no summary is available. "
+        "Ask the user if something from before is needed."
+    )
     marker = CompactionSummary(
-        summary=(
-            f"{removed} earlier messages were removed to save space; no summary is available. "
-            "Ask the user if something from before is needed."
-        ),
+        summary="\n\n".join([*summaries, text]),
+        details={"source": "fallback", "summaries": summaries},
         removed=removed,
         tokens_before=estimate_tokens(messages),
     )

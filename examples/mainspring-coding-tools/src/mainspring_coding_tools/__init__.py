@@ -42,6 +42,7 @@ __all__ = [
     "build_tools",
     "name",
     "options_for",
+    "parse_options",
     "register_tools",
 ]
 

@@ -305,7 +305,9 @@ def grep_files(
     )
 
 
-def _grep_one(path: Path, regex: re.Pattern[str], shown: str, line_cap: int, room: int) -> list[str]:
+def _grep_one(
+    path: Path, regex: re.Pattern[str], shown: str, line_cap: int, room: int
+) -> list[str]:
     found: list[str] = []
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     with path.open("rb") as handle:

@@ -141,7 +141,9 @@ async def run_command(
     aborted = asyncio.ensure_future(ctx.signal.wait())
     timed_out = was_aborted = False
     try:
-        await asyncio.wait({collector.exited, aborted}, timeout=timeout_s, return_when="FIRST_COMPLETED")
+        await asyncio.wait(
+            {collector.exited, aborted}, timeout=timeout_s, return_when="FIRST_COMPLETED"
+        )
         if not collector.exited.done():
             was_aborted = aborted.done()
             timed_out = not was_aborted

@@ -199,19 +199,19 @@ def build_tools(
     async def bash(
         ctx: ToolContext,
         command: str,
-        timeout: Annotated[float, Field(gt=0, le=opts.bash_max_timeout_s)] | None = None,
+        timeout_s: Annotated[float, Field(gt=0, le=opts.bash_max_timeout_s)] | None = None,
     ) -> ToolResult:
         """Run a shell command.
 
         Args:
             command: The command line, run with `bash -c`.
-            timeout: Seconds before the command is killed.
+            timeout_s: Seconds before the command is killed.
         """
         return await run_command(
             command,
             cwd=str(ws.root),
             shell=opts.shell_path(),
-            timeout_s=opts.bash_timeout_s if timeout is None else timeout,
+            timeout_s=opts.bash_timeout_s if timeout_s is None else timeout_s,
             max_output_chars=opts.bash_max_output_chars,
             ctx=ctx,
         )
