@@ -215,6 +215,15 @@ class Agent:
         return dict(self._tool_owners)
 
     @property
+    def provider(self) -> Provider:
+        """The provider the next run uses (the ``provider=`` override, else by model)."""
+        return self._provider_for(self._core.model)
+
+    def provider_for(self, model: Model) -> Provider:
+        """The provider that serves ``model`` for this agent."""
+        return self._provider_for(model)
+
+    @property
     def providers(self) -> dict[str, Provider]:
         """The registered providers by name."""
         return dict(self._providers)

@@ -1,0 +1,291 @@
+"""Loading the policy: the shipped default, a TOML file laid over it, and validation.
+
+Where the file comes from, for one agent: ``plugin_options["mainspring-policy-pack"]
+["config"]``, else ``$MAINSPRING_POLICY_FILE``, else none (the default policy alone). The
+merge rules are in ``default_policy.toml`` (:data:`DEFAULT_POLICY_TOML`), which is also the
+reference for every key.
+
+Every problem is a :class:`PolicyError` naming the file and the key: an unreadable file,
+invalid TOML, an unknown table or key, a wrong type, a duplicate or unknown rule name, an
+invalid regular expression, a workspace that is not a directory. The plugin raises it from
+``register_tools``, so the agent refuses to start (``PluginLoadError``) rather than run with
+a policy other than the one its author wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_POLICY_TOML",
+    "WORKSPACE_ENV",
+    "DenyRule",
+    "Policy",
+    "PolicyError",
+    "RedactionRule",
+    "load_policy",
+]
+
+CONFIG_ENV = "MAINSPRING_POLICY_FILE"
+"""The environment variable naming the policy file when no ``config`` option is set."""
+
+WORKSPACE_ENV = "MAINSPRING_WORKSPACE"
+"""The environment variable naming the workspace when neither the file nor the options do."""
+
+DEFAULT_POLICY_TOML: str = (
+    resources.files(__package__).joinpath("default_policy.toml").read_text(encoding="utf-8")
+)
+"""The text of the default policy (``default_policy.toml`` in this package)."""
+
+
+class PolicyError(ValueError):
+    """The policy (file or plugin options) is invalid; the message says where and why."""
+
+
+# -- the file's shape (every key optional: a file only says what it changes) --------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _DenyEntry(_Strict):
+    name: str = Field(min_length=1)
+    pattern: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+
+
+class _PatternEntry(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
+    pattern: str = Field(min_length=1)
+
+
+class _Sandbox(_Strict):
+    enabled: bool | None = None
+    workspace: str | None = None
+    path_arguments: list[str] | None = None
+
+
+class _Shell(_Strict):
+    enabled: bool | None = None
+    tools: list[str] | None = None
+    command_arguments: list[str] | None = None
+    use_defaults: bool = True
+    disable: list[str] = Field(default_factory=list)
+    deny: list[_DenyEntry] = Field(default_factory=list)
+
+
+class _Redaction(_Strict):
+    results: bool | None = None
+    context: bool | None = None
+    use_defaults: bool = True
+    disable: list[str] = Field(default_factory=list)
+    patterns: list[_PatternEntry] = Field(default_factory=list)
+
+
+class _File(_Strict):
+    sandbox: _Sandbox = Field(default_factory=_Sandbox)
+    shell: _Shell = Field(default_factory=_Shell)
+    redaction: _Redaction = Field(default_factory=_Redaction)
+
+
+class _Options(_Strict):
+    """``plugin_options["mainspring-policy-pack"]``."""
+
+    config: str | None = None
+    workspace: str | None = None
+
+
+# -- the effective policy -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DenyRule:
+    """A shell-command deny rule: ``regex`` found in a command blocks the call."""
+
+    name: str
+    regex: re.Pattern[str]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RedactionRule:
+    """A secret shape: matches of ``regex`` (or of its ``secret`` group) become
+    ``[REDACTED:<kind>]``."""
+
+    name: str
+    kind: str
+    regex: re.Pattern[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """The effective policy of one agent (defaults merged with its file)."""
+
+    source: str
+    workspace: Path
+    sandbox: bool
+    path_arguments: frozenset[str]
+    shell: bool
+    shell_tools: frozenset[str]
+    command_arguments: tuple[str, ...]
+    deny_rules: tuple[DenyRule, ...]
+    redact_results: bool
+    redact_context: bool
+    redaction_rules: tuple[RedactionRule, ...]
+
+
+def _problems(error: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(part) for part in item['loc']) or '(top level)'}: {item['msg']}"
+        for item in error.errors(include_url=False)
+    )
+
+
+def _parse(text: str, where: str) -> _File:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise PolicyError(f"{where} is not valid TOML: {error}") from None
+    try:
+        return _File.model_validate(data)
+    except ValidationError as error:
+        raise PolicyError(f"{where} is invalid: {_problems(error)}") from None
+
+
+def _compile(pattern: str, what: str, where: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        raise PolicyError(f"{where}: {what} has an invalid regular expression: {error}") from None
+
+
+def _merge_named(
+    defaults: list[Any], own: list[Any], use_defaults: bool, disable: list[str], what: str, where: str
+) -> list[Any]:
+    """The default entries (less those disabled) followed by the file's own."""
+    known = {entry.name for entry in defaults}
+    unknown = sorted(set(disable) - known)
+    if unknown:
+        raise PolicyError(
+            f"{where}: {what}.disable names no default entry: {', '.join(unknown)} "
+            f"(defaults: {', '.join(sorted(known))})"
+        )
+    kept = [entry for entry in defaults if entry.name not in disable] if use_defaults else []
+    merged = [*kept, *own]
+    names = [entry.name for entry in merged]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise PolicyError(f"{where}: {what} has two entries named {', '.join(duplicates)}")
+    return merged
+
+
+_DEFAULTS = _parse(DEFAULT_POLICY_TOML, "the default policy")
+for _entry in (*_DEFAULTS.shell.deny, *_DEFAULTS.redaction.patterns):  # fail at import
+    _compile(_entry.pattern, f"default entry {_entry.name!r}", "the default policy")
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8")
+    except OSError as error:
+        raise PolicyError(f"cannot read the policy file {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise PolicyError(f"the policy file {path} is not UTF-8: {error.reason}") from None
+
+
+def _workspace(file: _File, options: _Options, base: Path | None, env: Mapping[str, str]) -> Path:
+    if file.sandbox.workspace is not None:
+        root = Path(file.sandbox.workspace).expanduser()
+        if not root.is_absolute() and base is not None:
+            root = base / root
+        what = "sandbox.workspace"
+    elif options.workspace is not None:
+        root, what = Path(options.workspace), "the plugin option workspace"
+    elif env.get(WORKSPACE_ENV):
+        root, what = Path(env[WORKSPACE_ENV]), f"${WORKSPACE_ENV}"
+    else:
+        root, what = Path.cwd(), "the current directory"
+    real = Path(os.path.realpath(root))
+    if not real.is_dir():
+        raise PolicyError(f"the workspace ({what}: {root}) is not an existing directory")
+    return real
+
+
+def load_policy(
+    options: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> Policy:
+    """The effective policy for plugin ``options`` (``config``, ``workspace``).
+
+    Raises :class:`PolicyError` on any problem (see the module docs).
+    """
+    env = os.environ if environ is None else environ
+    try:
+        opts = _Options.model_validate(dict(options or {}))
+    except ValidationError as error:
+        raise PolicyError(
+            f"invalid mainspring-policy-pack plugin options: {_problems(error)}"
+        ) from None
+    path = opts.config or env.get(CONFIG_ENV) or None
+    if path is None:
+        file, where, base = _File(), "the default policy", None
+    else:
+        where = f"the policy file {path}"
+        file = _parse(_read(path), where)
+        base = Path(path).resolve().parent
+    defaults = _DEFAULTS
+    deny = _merge_named(
+        defaults.shell.deny,
+        file.shell.deny,
+        file.shell.use_defaults,
+        file.shell.disable,
+        "shell.deny",
+        where,
+    )
+    patterns = _merge_named(
+        defaults.redaction.patterns,
+        file.redaction.patterns,
+        file.redaction.use_defaults,
+        file.redaction.disable,
+        "redaction.patterns",
+        where,
+    )
+
+    def pick(own: Any, default: Any) -> Any:
+        return default if own is None else own
+
+    return Policy(
+        source=where,
+        workspace=_workspace(file, opts, base, env),
+        sandbox=pick(file.sandbox.enabled, defaults.sandbox.enabled),
+        path_arguments=frozenset(pick(file.sandbox.path_arguments, defaults.sandbox.path_arguments)),
+        shell=pick(file.shell.enabled, defaults.shell.enabled),
+        shell_tools=frozenset(pick(file.shell.tools, defaults.shell.tools)),
+        command_arguments=tuple(pick(file.shell.command_arguments, defaults.shell.command_arguments)),
+        deny_rules=tuple(
+            DenyRule(entry.name, _compile(entry.pattern, f"deny rule {entry.name!r}", where), entry.reason)
+            for entry in deny
+        ),
+        redact_results=pick(file.redaction.results, defaults.redaction.results),
+        redact_context=pick(file.redaction.context, defaults.redaction.context),
+        redaction_rules=tuple(
+            RedactionRule(
+                entry.name,
+                entry.kind or entry.name,
+                _compile(entry.pattern, f"redaction pattern {entry.name!r}", where),
+            )
+            for entry in patterns
+        ),
+    )
