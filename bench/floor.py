@@ -115,7 +115,9 @@ class FloorAgent:
 
     async def _run_tools(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for call in calls:
-            await self.emit({"type": "tool_execution_start", "id": call["id"], "args": call["args"]})
+            await self.emit(
+                {"type": "tool_execution_start", "id": call["id"], "args": call["args"]}
+            )
             for plugin in self.plugins:
                 plugin.before_tool_call(call)
             await self.emit({"type": "tool_decision", "id": call["id"], "decision": "allow"})

@@ -9,7 +9,7 @@ the final text-only turn are left out so both windows do the same work).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .common import (
@@ -104,21 +104,22 @@ async def floor_once(plugins: Sequence[Any] = ()) -> Measured:
     return Measured(total, [start, *marks])
 
 
-async def _pairs(
-    config: Config, ms_kwargs: dict[str, Any], floor_plugins: type[Any] | None
-) -> tuple[list[Measured], list[Measured]]:
-    ms: list[Measured] = []
-    floor: list[Measured] = []
-    for rep in range(config.reps + 1):  # the first pair is a warm-up
-        kwargs = dict(ms_kwargs)
-        if "plugin_kind" in kwargs:
-            kwargs["plugins"] = hook_plugins(kwargs.pop("plugin_kind"))
-        one = await mainspring_once(**kwargs)
-        other = await floor_once(hook_plugins(floor_plugins) if floor_plugins else ())
-        if rep:
-            ms.append(one)
-            floor.append(other)
-    return ms, floor
+Variant = Callable[[], Awaitable[Measured]]
+
+
+async def _interleaved(config: Config, variants: dict[str, Variant]) -> dict[str, list[Measured]]:
+    """Run every variant once per repetition, in turn, so drift hits them all alike."""
+    runs: dict[str, list[Measured]] = {name: [] for name in variants}
+    for rep in range(config.reps + 1):  # the first round is a warm-up
+        for name, variant in variants.items():
+            measured = await variant()
+            if rep:
+                runs[name].append(measured)
+    return runs
+
+
+def _per_turn(runs: list[Measured]) -> float:
+    return median([m.per_turn_us for m in runs])
 
 
 def _us(value: float) -> str:
@@ -127,13 +128,17 @@ def _us(value: float) -> str:
 
 async def run_w1(config: Config) -> list[Row]:
     """W1: per-turn CPU and flatness; and the cost of the built-in ``event_log``."""
-    ms, floor = await _pairs(config, {}, None)
-    bare, _ = await _pairs(config, {"disable": ["event_log"]}, None)
-    per_turn = median([m.per_turn_us for m in ms])
-    floor_turn = median([m.per_turn_us for m in floor])
-    bare_turn = median([m.per_turn_us for m in bare])
-    flat = median([m.flatness for m in ms])
-    floor_flat = median([m.flatness for m in floor])
+    runs = await _interleaved(
+        config,
+        {
+            "ms": mainspring_once,
+            "floor": floor_once,
+            "bare": lambda: mainspring_once(disable=["event_log"]),
+        },
+    )
+    per_turn, floor_turn, bare_turn = (_per_turn(runs[key]) for key in ("ms", "floor", "bare"))
+    flat = median([m.flatness for m in runs["ms"]])
+    floor_flat = median([m.flatness for m in runs["floor"]])
     ratio = per_turn / floor_turn
     return [
         Row("W1 per turn (CPU)", _us(per_turn), _us(floor_turn), ratio, "≤5× floor", ratio <= 5),
@@ -147,16 +152,21 @@ async def run_w1(config: Config) -> list[Row]:
 
 async def run_w1h(config: Config) -> list[Row]:
     """W1h: µs per turn that 20 plugins implementing every run-time hook add to W1."""
-    base, floor_base = await _pairs(config, {}, None)
-    hooked, floor_hooked = await _pairs(config, {"plugin_kind": SyncHookPlugin}, FloorHookPlugin)
-    async_hooked, _ = await _pairs(config, {"plugin_kind": AsyncHookPlugin}, None)
-    base_us = median([m.per_turn_us for m in base])
-    floor_added = median([m.per_turn_us for m in floor_hooked]) - median(
-        [m.per_turn_us for m in floor_base]
+    runs = await _interleaved(
+        config,
+        {
+            "ms": mainspring_once,
+            "def": lambda: mainspring_once(plugins=hook_plugins(SyncHookPlugin)),
+            "async def": lambda: mainspring_once(plugins=hook_plugins(AsyncHookPlugin)),
+            "floor": floor_once,
+            "floor hooked": lambda: floor_once(hook_plugins(FloorHookPlugin)),
+        },
     )
+    base_us = _per_turn(runs["ms"])
+    floor_added = _per_turn(runs["floor hooked"]) - _per_turn(runs["floor"])
     rows = []
-    for label, runs in (("def", hooked), ("async def", async_hooked)):
-        added = median([m.per_turn_us for m in runs]) - base_us
+    for label in ("def", "async def"):
+        added = _per_turn(runs[label]) - base_us
         rows.append(
             Row(
                 f"W1h added per turn, 20 plugins ({label})",
@@ -165,7 +175,7 @@ async def run_w1h(config: Config) -> list[Row]:
                 added / floor_added if floor_added > 0 else None,
                 "≤50 µs",
                 added <= 50,
-                f"flatness {median([m.flatness for m in runs]):.2f}",
+                f"flatness {median([m.flatness for m in runs[label]]):.2f}",
             )
         )
     return rows

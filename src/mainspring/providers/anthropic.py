@@ -29,14 +29,12 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from contextlib import aclosing
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from ..kernel.signal import AbortSignal
 from ..messages import (
     AssistantMessage,
     ImageContent,
@@ -161,21 +159,10 @@ class AnthropicProvider(HTTPProvider):
                 body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         return self._body(body)
 
-    async def stream(
-        self, request: ModelRequest, signal: AbortSignal
-    ) -> AsyncIterator[StreamEvent]:
-        """Stream the reply to ``request``; see the module docs for the mapping."""
-        body = self.request_body(request)
-        state = _MessagesStream(self.name, request.model, self._secrets())
-        async with aclosing(self._sse("/v1/messages", body, signal)) as events:
-            async for event in events:
-                for out in state.feed(event):
-                    yield out
-                if state.done or signal.aborted:
-                    return
-        if not signal.aborted:
-            for out in state.finish():
-                yield out
+    endpoint = "/v1/messages"
+
+    def _stream_state(self, request: ModelRequest) -> _MessagesStream:
+        return _MessagesStream(self.name, request.model, self._secrets())
 
 
 def to_anthropic_messages(messages: Sequence[object]) -> list[dict[str, Any]]:

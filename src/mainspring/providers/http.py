@@ -24,15 +24,16 @@ import enum
 import json
 import math
 import re
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from contextlib import aclosing
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import httpx
 
 from ..kernel.signal import AbortSignal
-from .base import Model, ProviderError
+from .base import Model, ModelRequest, ProviderError, StreamEvent
 from .sse import SSEError, SSEEvent, SSEParser
 
 __all__ = [
@@ -292,6 +293,16 @@ class _BorrowedTransport(httpx.AsyncBaseTransport):
         return None
 
 
+class WireStream(Protocol):
+    """Decodes one response's SSE events into stream events."""
+
+    done: bool
+
+    def feed(self, event: SSEEvent) -> list[StreamEvent]: ...
+
+    def finish(self) -> list[StreamEvent]: ...
+
+
 class HTTPProvider:
     """Base of the HTTP providers: configuration, redaction and the abortable SSE read.
 
@@ -334,6 +345,33 @@ class HTTPProvider:
     def _auth_headers(self) -> dict[str, str]:
         """The provider's own headers (authentication, API version); override."""
         return {}
+
+    endpoint: str = ""
+    """The streaming endpoint's path below ``base_url``; set by each provider."""
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body sent for ``request``; override."""
+        raise NotImplementedError
+
+    def _stream_state(self, request: ModelRequest) -> WireStream:
+        """A fresh decoder of this provider's stream events; override."""
+        raise NotImplementedError
+
+    async def stream(
+        self, request: ModelRequest, signal: AbortSignal
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream the reply to ``request``: POST, decode SSE events, map them to deltas."""
+        body = self.request_body(request)
+        state = self._stream_state(request)
+        async with aclosing(self._sse(self.endpoint, body, signal)) as events:
+            async for event in events:
+                for out in state.feed(event):
+                    yield out
+                if state.done or signal.aborted:
+                    return
+        if not signal.aborted:
+            for out in state.finish():
+                yield out
 
     def _secrets(self) -> list[str]:
         secrets = [self._api_key] if self._api_key else []

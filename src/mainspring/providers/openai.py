@@ -27,14 +27,12 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from contextlib import aclosing
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx
 
-from ..kernel.signal import AbortSignal
 from ..messages import (
     AssistantMessage,
     ImageContent,
@@ -144,21 +142,10 @@ class OpenAIProvider(HTTPProvider):
             body["reasoning_effort"] = request.thinking_level
         return self._body(body)
 
-    async def stream(
-        self, request: ModelRequest, signal: AbortSignal
-    ) -> AsyncIterator[StreamEvent]:
-        """Stream the reply to ``request``; see the module docs for the mapping."""
-        body = self.request_body(request)
-        state = _ChatStream(self.name, request.model, self._secrets())
-        async with aclosing(self._sse("/chat/completions", body, signal)) as events:
-            async for event in events:
-                for out in state.feed(event):
-                    yield out
-                if state.done or signal.aborted:
-                    return
-        if not signal.aborted:
-            for out in state.finish():
-                yield out
+    endpoint = "/chat/completions"
+
+    def _stream_state(self, request: ModelRequest) -> _ChatStream:
+        return _ChatStream(self.name, request.model, self._secrets())
 
 
 def to_openai_messages(system_prompt: str, messages: Sequence[object]) -> list[dict[str, Any]]:

@@ -52,37 +52,45 @@ class Redactor:
         self.rules = tuple(rules)
 
     def text(self, text: str) -> str:
-        """``text`` with every secret replaced."""
+        """``text`` with every secret replaced (the same object when there is none)."""
         for rule in self.rules:
-            if rule.regex.search(text) is None:
-                continue
-            text = rule.regex.sub(_replacement(rule), text)
+            if rule.regex.search(text) is not None:
+                text = rule.regex.sub(_replacement(rule), text)
         return text
 
     def value(self, value: Any) -> Any:
-        """A JSON-like ``value`` with every string redacted (see the module docs)."""
+        """``value`` with every string in it redacted; ``value`` itself (the same object)
+        when it holds no secret (see the module docs)."""
         if value is None or isinstance(value, bool | int | float):
             return value
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {self.value(key): self.value(item) for key, item in value.items()}
+            items = [(self.value(key), self.value(item)) for key, item in value.items()]
+            if all(
+                new_key is key and new is item
+                for (new_key, new), (key, item) in zip(items, value.items(), strict=True)
+            ):
+                return value
+            return dict(items)
         if isinstance(value, list | tuple):
-            return type(value)(self.value(item) for item in value)
+            redacted = [self.value(item) for item in value]
+            if all(new is old for new, old in zip(redacted, value, strict=True)):
+                return value
+            return type(value)(redacted)
         if isinstance(value, BaseModel):
-            return self.value(value.model_dump(mode="json"))
-        return self.text(repr(value))
+            dumped = value.model_dump(mode="json")
+            cleaned = self.value(dumped)
+            return value if cleaned is dumped else cleaned
+        shown = repr(value)
+        cleaned_repr = self.text(shown)
+        return value if cleaned_repr == shown else cleaned_repr
 
     def result(self, result: ToolResult) -> ToolResult | None:
         """A redacted copy of ``result``, or ``None`` if it holds no secret."""
-        content = tuple(
-            block.model_copy(update={"text": self.text(block.text)})
-            if isinstance(block, TextContent)
-            else block
-            for block in result.content
-        )
+        content = self._blocks(result.content)
         details = self.value(result.details)
-        if content == result.content and details == result.details:
+        if content is result.content and details is result.details:
             return None
         return ToolResult(content, details=details, is_error=result.is_error)
 
@@ -92,7 +100,7 @@ class Redactor:
         for block in blocks:
             if isinstance(block, TextContent):
                 text = self.text(block.text)
-                if text != block.text:
+                if text is not block.text:
                     block = block.model_copy(update={"text": text})
                     changed = True
             out.append(block)
@@ -103,13 +111,13 @@ class Redactor:
         if isinstance(message, UserMessage):
             if isinstance(message.content, str):
                 text = self.text(message.content)
-                return message if text == message.content else message.model_copy(update={"content": text})
+                return message if text is message.content else message.model_copy(update={"content": text})
             blocks = self._blocks(message.content)
         elif isinstance(message, AssistantMessage | ToolResultMessage):
             blocks = self._blocks(message.content)
         elif isinstance(message, CompactionSummary):
             summary = self.text(message.summary)
-            return message if summary == message.summary else message.model_copy(update={"summary": summary})
+            return message if summary is message.summary else message.model_copy(update={"summary": summary})
         else:
             return message
         return message if blocks is message.content else message.model_copy(update={"content": blocks})

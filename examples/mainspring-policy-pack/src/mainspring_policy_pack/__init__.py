@@ -1,0 +1,164 @@
+"""mainspring-policy-pack: a security policy pack configured from a TOML file.
+
+Installed, it guards every agent with three things:
+
+1. **A workspace sandbox** for path arguments of *any* tool (names configurable; default
+   ``path``, ``file``, ``file_path``, ``directory``, ``cwd``): a path that climbs out with
+   ``..``, an absolute path elsewhere, a path through a symlink that points out, and a
+   ``~`` path are refused. (``before_tool_call``)
+2. **Shell deny rules**, regular expressions matched against the commands of the tools
+   named in the config (default: ``bash``): ``rm -rf /``, ``curl ... | sh``, ``sudo``,
+   writes under ``/etc``, disk wipes, fork bombs... (``before_tool_call``)
+3. **Secret redaction**: API-key shapes (``sk-...``, ``AKIA...``, ``ghp_...``,
+   ``xox[bp]-...``), private key blocks, ``password=...`` and the like become
+   ``[REDACTED:<kind>]`` in tool results (``after_tool_result``, so the transcript, events
+   and session files never hold them) and in what the model is sent
+   (``transform_context``).
+
+A refused call is blocked with a reason; the model sees it as an error tool result and the
+event stream records a ``tool_decision`` of ``block`` naming ``mainspring-policy-pack``.
+Allowed calls get a ``tool_decision`` of ``allow`` (from the kernel, with no plugin).
+
+**Configuration.** The policy file is ``plugin_options["mainspring-policy-pack"]
+["config"]``, else ``$MAINSPRING_POLICY_FILE``; without one the documented default policy
+(``default_policy.toml``, :data:`DEFAULT_POLICY_TOML`) applies. The workspace is the file's
+``sandbox.workspace``, else the ``workspace`` plugin option, else ``$MAINSPRING_WORKSPACE``,
+else the current directory when the agent is built.
+
+**Failure semantics (decided here, and tested).**
+
+- A broken policy (unreadable file, bad TOML, an unknown key, a bad regex, a missing
+  workspace...) is found when the agent is built: ``register_tools`` loads and validates
+  this agent's policy and raises, and the kernel turns that into ``PluginLoadError``, so
+  the agent never starts with a policy other than the one written. It cannot be checked at
+  import time, because the file is chosen per agent (its settings). The shipped default is
+  checked at import.
+- If a hook ever ran without a loaded policy (it cannot through ``Agent``), it loads it
+  then; a failure raises, and the kernel fails closed: the gate blocks the call and the
+  result filter withholds the result.
+- ``transform_context`` is a fail-soft hook in mainspring (a raising implementation is
+  skipped and its input passed on), which for a redactor would mean sending the secrets.
+  So this pack catches its own failures there and raises ``StopRun`` instead: the run
+  stops rather than leaking.
+
+Hook order: the gate is ``tryfirst`` (the policy decides before any other gate, such as an
+interactive approval, is asked); the redactors are ``trylast`` (they see, and clean, what
+every other plugin produced).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import mainspring
+from mainspring import Block, StopRun, ToolResult, hookimpl
+
+from .config import (
+    CONFIG_ENV,
+    DEFAULT_POLICY_TOML,
+    WORKSPACE_ENV,
+    Policy,
+    PolicyError,
+    load_policy,
+)
+from .redact import Redactor
+from .rules import command_violation, path_problem, path_violation
+
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_POLICY_TOML",
+    "PLUGIN_NAME",
+    "WORKSPACE_ENV",
+    "Policy",
+    "PolicyError",
+    "Redactor",
+    "after_tool_result",
+    "before_tool_call",
+    "load_policy",
+    "name",
+    "path_problem",
+    "policy_for",
+    "register_tools",
+    "transform_context",
+]
+
+PLUGIN_NAME = "mainspring-policy-pack"
+"""The distribution and entry point name; also the key of this plugin's options."""
+
+name = PLUGIN_NAME
+"""The plugin's name when passed in-process (``Agent(plugins=[module])``): the kernel names
+an in-process plugin by its ``name`` attribute, so ``tool_decision.plugin`` and errors say
+``mainspring-policy-pack`` whether the pack was installed or passed in."""
+
+_policies: weakref.WeakKeyDictionary[Any, tuple[Policy, Redactor]] = weakref.WeakKeyDictionary()
+
+
+def _load(agent: mainspring.Agent) -> tuple[Policy, Redactor]:
+    policy = load_policy(agent.settings.plugin_options.get(PLUGIN_NAME, {}))
+    loaded = (policy, Redactor(policy.redaction_rules))
+    _policies[agent] = loaded
+    return loaded
+
+
+def _policy(agent: mainspring.Agent) -> tuple[Policy, Redactor]:
+    return _policies.get(agent) or _load(agent)
+
+
+def policy_for(agent: mainspring.Agent) -> Policy:
+    """The effective policy of ``agent`` (loaded when the agent was built)."""
+    return _policy(agent)[0]
+
+
+@hookimpl
+def register_tools(agent: mainspring.Agent) -> Sequence[mainspring.Tool]:
+    """Load and validate this agent's policy now, so a broken one stops the agent from
+    starting (the kernel raises ``PluginLoadError``). Contributes no tools."""
+    _load(agent)
+    return ()
+
+
+@hookimpl(tryfirst=True)
+def before_tool_call(
+    call: mainspring.ToolCall, args: Any, agent: mainspring.Agent
+) -> Block | None:
+    """Block a call whose path arguments leave the workspace, or whose shell command a
+    deny rule matches; allow everything else."""
+    policy, _ = _policy(agent)
+    if policy.sandbox:
+        reason = path_violation(policy, args)
+        if reason:
+            return Block(reason)
+    if policy.shell:
+        reason = command_violation(policy, call.name, args)
+        if reason:
+            return Block(reason)
+    return None
+
+
+@hookimpl(trylast=True)
+def after_tool_result(result: ToolResult, agent: mainspring.Agent) -> ToolResult | None:
+    """A copy of the result with its secrets redacted, or ``None`` when it holds none."""
+    policy, redactor = _policy(agent)
+    if not policy.redact_results:
+        return None
+    return redactor.result(result)
+
+
+@hookimpl(trylast=True)
+def transform_context(
+    messages: tuple[Any, ...], agent: mainspring.Agent
+) -> Sequence[Any] | None:
+    """The messages with secrets redacted from their text (copies; ``None`` if none
+    changed). A failure stops the run (``StopRun``) instead of sending secrets."""
+    try:
+        policy, redactor = _policy(agent)
+        if not policy.redact_context:
+            return None
+        return redactor.messages(messages)
+    except Exception as error:
+        raise StopRun(
+            f"{PLUGIN_NAME} could not redact the context ({type(error).__name__}: {error}); "
+            "the run was stopped so that nothing unredacted is sent to the model"
+        ) from error
