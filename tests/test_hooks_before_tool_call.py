@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mainspring import Agent, Block, StopRun, hookimpl, tool
-from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
+from mainspring.testing import EventRecorder, FauxProvider, faux, scripted_run
 
 executed: list[str] = []
 
@@ -49,14 +49,8 @@ TOOLS = [shell, add]
 async def run_agent(
     plugins: list[Any], steps: list[Any], **kwargs: Any
 ) -> tuple[Agent, EventRecorder, FauxProvider]:
-    provider = FauxProvider(steps)
     kwargs.setdefault("tools", TOOLS)
-    agent = Agent(provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs)
-    recorder = EventRecorder()
-    agent.subscribe(recorder)
-    await agent.prompt("go")
-    check_event_grammar(recorder.events)
-    return agent, recorder, provider
+    return await scripted_run(steps, plugins=plugins, **kwargs)
 
 
 @contextmanager

@@ -39,7 +39,7 @@ from mainspring import (
     UserMessage,
     hookimpl,
 )
-from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
+from mainspring.testing import EventRecorder, FauxProvider, faux, scripted_run
 
 HUGE = 10_000_000  # far above any context window
 SMALL = 10
@@ -109,20 +109,8 @@ def keep_last_prompt(messages: tuple[Any, ...], summary: str = "[summary] earlie
 async def run_agent(
     plugins: list[Any], steps: list[Any], messages: Any = None, **kwargs: Any
 ) -> tuple[Agent, EventRecorder, FauxProvider]:
-    provider = FauxProvider(steps)
-    agent = Agent(
-        provider=provider,
-        model="faux:test",
-        plugins=plugins,
-        autoload=False,
-        messages=history() if messages is None else messages,
-        **kwargs,
-    )
-    recorder = EventRecorder()
-    agent.subscribe(recorder)
-    await agent.prompt("new question")
-    check_event_grammar(recorder.events)
-    return agent, recorder, provider
+    messages = history() if messages is None else messages
+    return await scripted_run(steps, "new question", plugins=plugins, messages=messages, **kwargs)
 
 
 @contextmanager

@@ -27,7 +27,7 @@ from mainspring import (
     hookimpl,
     tool,
 )
-from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
+from mainspring.testing import EventRecorder, FauxProvider, faux, scripted_run
 
 
 class Note(BaseModel):
@@ -57,13 +57,7 @@ def echo(text: str) -> str:
 async def run_agent(
     plugins: list[Any], steps: list[Any], prompt: Any = "hello", **kwargs: Any
 ) -> tuple[Agent, EventRecorder, FauxProvider]:
-    provider = FauxProvider(steps)
-    agent = Agent(provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs)
-    recorder = EventRecorder()
-    agent.subscribe(recorder)
-    await agent.prompt(prompt)
-    check_event_grammar(recorder.events)
-    return agent, recorder, provider
+    return await scripted_run(steps, prompt, plugins=plugins, **kwargs)
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mainspring import Agent, Settings, StopRun, hookimpl, tool
-from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
+from mainspring.testing import EventRecorder, FauxProvider, faux, scripted_run
 
 
 @tool
@@ -29,14 +29,8 @@ TOOL_RUN = [faux.tool_call("echo", {"text": "x"}), faux.text("done")]
 async def run_agent(
     plugins: list[Any], steps: list[Any], recorder: EventRecorder | None = None, **kwargs: Any
 ) -> tuple[Agent, EventRecorder, FauxProvider]:
-    provider = FauxProvider(steps)
     kwargs.setdefault("tools", [echo])
-    agent = Agent(provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs)
-    recorder = recorder or EventRecorder()
-    agent.subscribe(recorder)
-    await agent.prompt("go")
-    check_event_grammar(recorder.events)
-    return agent, recorder, provider
+    return await scripted_run(steps, plugins=plugins, recorder=recorder, **kwargs)
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from mainspring import Agent, AgentState, Settings, StopRun, UserMessage, hookimpl, tool
-from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
+from mainspring.testing import EventRecorder, FauxProvider, faux, scripted_run
 
 
 @tool
@@ -33,16 +33,8 @@ def loop_steps(n: int) -> list[Any]:
 async def run_agent(
     plugins: list[Any], steps: list[Any], before: Any = None, **kwargs: Any
 ) -> tuple[Agent, EventRecorder, FauxProvider]:
-    provider = FauxProvider(steps)
     kwargs.setdefault("tools", [echo])
-    agent = Agent(provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs)
-    recorder = EventRecorder()
-    agent.subscribe(recorder)
-    if before is not None:
-        before(agent)
-    await agent.prompt("go")
-    check_event_grammar(recorder.events)
-    return agent, recorder, provider
+    return await scripted_run(steps, plugins=plugins, before=before, **kwargs)
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from mainspring import (
     hookimpl,
     tool,
 )
-from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
+from mainspring.testing import faux, scripted_run
 
 Steps = list[Any]
 
@@ -36,13 +36,7 @@ def echo(text: str) -> str:
 
 async def run_agent(plugins: list[Any], steps: Steps, **kwargs: Any) -> tuple[Agent, Any, Any]:
     """One prompt with the faux provider; returns (agent, recorder, provider)."""
-    provider = FauxProvider(steps)
-    agent = Agent(provider=provider, model="faux:test", plugins=plugins, autoload=False, **kwargs)
-    recorder = EventRecorder()
-    agent.subscribe(recorder)
-    await agent.prompt("hello")
-    check_event_grammar(recorder.events)
-    return agent, recorder, provider
+    return await scripted_run(steps, "hello", plugins=plugins, **kwargs)
 
 
 @contextmanager

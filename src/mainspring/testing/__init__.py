@@ -16,6 +16,7 @@ from .faux import FauxProvider
 from .grammar import RULES, EventGrammarError, check_event_grammar
 from .recorder import EventRecorder
 from .replay import ReplayProvider
+from .scripted import ScriptedRun, scripted_run
 
 __all__ = [
     "RULES",
@@ -23,6 +24,8 @@ __all__ = [
     "EventRecorder",
     "FauxProvider",
     "ReplayProvider",
+    "ScriptedRun",
     "check_event_grammar",
     "faux",
+    "scripted_run",
 ]
