@@ -12,7 +12,7 @@ directories collected in the same pytest session.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,7 +143,11 @@ def policy_run(policy_world: PolicyWorld) -> RunFn:
     options or the policy file say otherwise."""
 
     async def run(
-        steps: list[Any], config: Path | None = None, prompt: Any = "go", **options: Any
+        steps: list[Any],
+        config: Path | None = None,
+        prompt: Any = "go",
+        messages: Sequence[Any] = (),
+        **options: Any,
     ) -> PolicyRun:
         options.setdefault("workspace", str(policy_world.workspace))
         if config is not None:
@@ -154,6 +158,7 @@ def policy_run(policy_world: PolicyWorld) -> RunFn:
             model="faux:test",
             provider=provider,
             tools=_stand_in_tools(executed),
+            messages=messages,
             plugins=[mainspring_policy_pack],
             autoload=False,
             settings=Settings(plugin_options={PLUGIN: options}),

@@ -88,9 +88,7 @@ async def test_ordinary_commands_are_allowed(policy_run: Any, command: str) -> N
     assert run.executed == [("bash", {"command": command, "cwd": None})]
 
 
-async def test_only_the_configured_tools_are_shell_tools(
-    policy_run: Any, policy_file: Any
-) -> None:
+async def test_only_the_configured_tools_are_shell_tools(policy_run: Any, policy_file: Any) -> None:
     step = [faux.tool_call("run_script", {"command": "sudo ls"}), faux.text("ok")]
 
     default = await policy_run(list(step))

@@ -97,8 +97,9 @@ def build_tools(
 
     @tool(name="write")
     async def write(ctx: ToolContext, path: str, content: str) -> ToolResult:
-        """Create or overwrite a file with the given content; missing parent directories
-        are created.
+        """Create or overwrite a file with the given content.
+
+        Missing parent directories are created. The file is replaced atomically.
 
         Args:
             path: The file, relative to the workspace root.

@@ -120,9 +120,7 @@ def register_tools(agent: mainspring.Agent) -> Sequence[mainspring.Tool]:
 
 
 @hookimpl(tryfirst=True)
-def before_tool_call(
-    call: mainspring.ToolCall, args: Any, agent: mainspring.Agent
-) -> Block | None:
+def before_tool_call(call: mainspring.ToolCall, args: Any, agent: mainspring.Agent) -> Block | None:
     """Block a call whose path arguments leave the workspace, or whose shell command a
     deny rule matches; allow everything else."""
     policy, _ = _policy(agent)
@@ -147,9 +145,7 @@ def after_tool_result(result: ToolResult, agent: mainspring.Agent) -> ToolResult
 
 
 @hookimpl(trylast=True)
-def transform_context(
-    messages: tuple[Any, ...], agent: mainspring.Agent
-) -> Sequence[Any] | None:
+def transform_context(messages: tuple[Any, ...], agent: mainspring.Agent) -> Sequence[Any] | None:
     """The messages with secrets redacted from their text (copies; ``None`` if none
     changed). A failure stops the run (``StopRun``) instead of sending secrets."""
     try:

@@ -172,7 +172,12 @@ def _compile(pattern: str, what: str, where: str) -> re.Pattern[str]:
 
 
 def _merge_named(
-    defaults: list[Any], own: list[Any], use_defaults: bool, disable: list[str], what: str, where: str
+    defaults: list[Any],
+    own: list[Any],
+    use_defaults: bool,
+    disable: list[str],
+    what: str,
+    where: str,
 ) -> list[Any]:
     """The default entries (less those disabled) followed by the file's own."""
     known = {entry.name for entry in defaults}
@@ -192,8 +197,10 @@ def _merge_named(
 
 
 _DEFAULTS = _parse(DEFAULT_POLICY_TOML, "the default policy")
-for _entry in (*_DEFAULTS.shell.deny, *_DEFAULTS.redaction.patterns):  # fail at import
-    _compile(_entry.pattern, f"default entry {_entry.name!r}", "the default policy")
+for _rule in _DEFAULTS.shell.deny:  # a broken default fails the import
+    _compile(_rule.pattern, f"deny rule {_rule.name!r}", "the default policy")
+for _pattern in _DEFAULTS.redaction.patterns:
+    _compile(_pattern.pattern, f"redaction pattern {_pattern.name!r}", "the default policy")
 
 
 def _read(path: str) -> str:
@@ -201,12 +208,16 @@ def _read(path: str) -> str:
         with open(path, "rb") as handle:
             return handle.read().decode("utf-8")
     except OSError as error:
-        raise PolicyError(f"cannot read the policy file {path}: {error.strerror or error}") from None
+        raise PolicyError(
+            f"cannot read the policy file {path}: {error.strerror or error}"
+        ) from None
     except UnicodeDecodeError as error:
         raise PolicyError(f"the policy file {path} is not UTF-8: {error.reason}") from None
 
 
-def _workspace(file: _File, options: _Options, base: Path | None, env: Mapping[str, str]) -> Path:
+def _workspace(
+    file: _File, options: _Options, base: Path | None, env: Mapping[str, str], where: str
+) -> Path:
     if file.sandbox.workspace is not None:
         root = Path(file.sandbox.workspace).expanduser()
         if not root.is_absolute() and base is not None:
@@ -220,7 +231,7 @@ def _workspace(file: _File, options: _Options, base: Path | None, env: Mapping[s
         root, what = Path.cwd(), "the current directory"
     real = Path(os.path.realpath(root))
     if not real.is_dir():
-        raise PolicyError(f"the workspace ({what}: {root}) is not an existing directory")
+        raise PolicyError(f"{where}: the workspace ({what}: {root}) is not an existing directory")
     return real
 
 
@@ -268,14 +279,22 @@ def load_policy(
 
     return Policy(
         source=where,
-        workspace=_workspace(file, opts, base, env),
+        workspace=_workspace(file, opts, base, env, where),
         sandbox=pick(file.sandbox.enabled, defaults.sandbox.enabled),
-        path_arguments=frozenset(pick(file.sandbox.path_arguments, defaults.sandbox.path_arguments)),
+        path_arguments=frozenset(
+            pick(file.sandbox.path_arguments, defaults.sandbox.path_arguments)
+        ),
         shell=pick(file.shell.enabled, defaults.shell.enabled),
         shell_tools=frozenset(pick(file.shell.tools, defaults.shell.tools)),
-        command_arguments=tuple(pick(file.shell.command_arguments, defaults.shell.command_arguments)),
+        command_arguments=tuple(
+            pick(file.shell.command_arguments, defaults.shell.command_arguments)
+        ),
         deny_rules=tuple(
-            DenyRule(entry.name, _compile(entry.pattern, f"deny rule {entry.name!r}", where), entry.reason)
+            DenyRule(
+                entry.name,
+                _compile(entry.pattern, f"deny rule {entry.name!r}", where),
+                entry.reason,
+            )
             for entry in deny
         ),
         redact_results=pick(file.redaction.results, defaults.redaction.results),

@@ -111,16 +111,26 @@ class Redactor:
         if isinstance(message, UserMessage):
             if isinstance(message.content, str):
                 text = self.text(message.content)
-                return message if text is message.content else message.model_copy(update={"content": text})
+                return (
+                    message
+                    if text is message.content
+                    else message.model_copy(update={"content": text})
+                )
             blocks = self._blocks(message.content)
         elif isinstance(message, AssistantMessage | ToolResultMessage):
             blocks = self._blocks(message.content)
         elif isinstance(message, CompactionSummary):
             summary = self.text(message.summary)
-            return message if summary is message.summary else message.model_copy(update={"summary": summary})
+            return (
+                message
+                if summary is message.summary
+                else message.model_copy(update={"summary": summary})
+            )
         else:
             return message
-        return message if blocks is message.content else message.model_copy(update={"content": blocks})
+        return (
+            message if blocks is message.content else message.model_copy(update={"content": blocks})
+        )
 
     def messages(self, messages: Sequence[Any]) -> tuple[Any, ...] | None:
         """The redacted messages, or ``None`` if none of them changed."""
