@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import structlog
+
 from ..errors import HookError, StopRun
 from ..logs import get_logger
 from ..messages import AssistantMessage, ToolCall
@@ -40,6 +42,8 @@ async def execute_run(run: Run, inputs: Sequence[Any]) -> None:
     """Run to completion; never raises (except to let a cancelled caller go)."""
     reason: AgentEndReason
     detail: str | None
+    # the run has its own task, so this binding is scoped to it (and its tool tasks)
+    structlog.contextvars.bind_contextvars(run_id=run.run_id)
     try:
         await run.emit(AgentStart)
         await run.set_phase("turn")

@@ -13,6 +13,8 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
+import structlog
+
 from ..errors import HookError
 from ..logs import get_logger
 from ..messages import AssistantMessage, ToolResultMessage
@@ -182,6 +184,7 @@ class Run:
     async def begin_turn(self) -> None:
         """Open the next turn: ``turn_start``."""
         self.core.turn = self.turn_count
+        structlog.contextvars.bind_contextvars(turn=self.turn_count)
         self.turn_count += 1
         self.turn_open = True
         self.turn_message = None

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, final
 
+import structlog
 from pydantic import BaseModel
 
 from ..messages import (
@@ -208,6 +209,7 @@ async def _prepare(
 async def _invoke(prepared: _Prepared, queue: asyncio.Queue[tuple[int, bool, Any]]) -> None:
     tool, context = prepared.tool, prepared.context
     assert context is not None
+    structlog.contextvars.bind_contextvars(tool_call_id=prepared.call.id, tool_name=tool.name)
     try:
         if tool.timeout_s is not None:
             async with asyncio.timeout(tool.timeout_s):
