@@ -10,6 +10,7 @@ that grows with the message length shows up there.
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -48,7 +49,7 @@ class _Listener:
 
     @property
     def flatness(self) -> float:
-        steps = [b - a for a, b in zip(self.marks, self.marks[1:], strict=False)]
+        steps = [b - a for a, b in itertools.pairwise(self.marks)]
         return steps[-1] / steps[0]
 
 

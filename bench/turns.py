@@ -8,6 +8,7 @@ the final text-only turn are left out so both windows do the same work).
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -48,7 +49,7 @@ class Measured:
 
     @property
     def flatness(self) -> float:
-        durations = [b - a for a, b in zip(self.marks, self.marks[1:], strict=False)]
+        durations = [b - a for a, b in itertools.pairwise(self.marks)]
         tool_turns = durations[1:-1]
         first, last = tool_turns[:WINDOW], tool_turns[-WINDOW:]
         return (sum(last) / len(last)) / (sum(first) / len(first))
