@@ -8,11 +8,12 @@ failure into a ``hook_error`` event.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
-from ..errors import Block, CompactionResult, HookError
+from ..errors import Block, CompactionResult, HookError, StopRun
 from ..tools import ToolResult
 from .invariants import transcript_problem
 from .relay import HookRelay
@@ -71,7 +72,7 @@ class Hooks:
                 # custom roles may flow between converters; the last one must hand the
                 # provider LLM messages only
                 llm_only = hook == "convert_to_llm" and index == last
-                problem = transcript_problem(candidate, llm_only=llm_only)
+                problem = None if impl.trusted else transcript_problem(candidate, llm_only=llm_only)
                 if problem:
                     raise HookError(hook, impl.plugin, f"broke the transcript: {problem}")
             except HookError as error:
@@ -196,9 +197,17 @@ class Hooks:
         implementations = self.relay.implementations("on_event")
         if not implementations:
             return
+        # the hottest hook: called for every event, so no coroutine per implementation
         kwargs = {"event": event, "agent": agent, "signal": signal}
         for impl in implementations:
-            await impl.call("on_event", kwargs)
+            try:
+                result = impl.function(*[kwargs[name] for name in impl.argnames])
+                if result is not None and inspect.isawaitable(result):
+                    await result
+            except (StopRun, HookError):
+                raise
+            except Exception as error:
+                raise HookError("on_event", impl.plugin, error) from error
 
     def register_tools(self, agent: Any) -> list[tuple[str, Tool]]:
         """Every plugin's tools, with the plugin that gave each."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages import LLM_ROLES, AssistantMessage, ToolResultMessage
+from ..messages import LLM_ROLES, AssistantMessage, ToolCall, ToolResultMessage
 
 __all__ = ["transcript_problem"]
 
@@ -33,11 +33,13 @@ def transcript_problem(messages: Sequence[Any], *, llm_only: bool = False) -> st
         if llm_only and role not in LLM_ROLES:
             return f"message {index} has role {role!r}, which a provider cannot take"
         if isinstance(message, AssistantMessage):
-            problem = _unanswered(open_calls, open_index)
-            if problem:
-                return problem
-            calls = message.tool_calls
-            open_calls = {call.id: False for call in calls} if calls else None
+            if open_calls:
+                problem = _unanswered(open_calls, open_index)
+                if problem:
+                    return problem
+            open_calls = {
+                block.id: False for block in message.content if isinstance(block, ToolCall)
+            } or None
             open_index = index
         elif isinstance(message, ToolResultMessage):
             if open_calls is None or message.tool_call_id not in open_calls:

@@ -31,12 +31,14 @@ class Implementation:
     plugin: str
     function: Callable[..., Any]
     argnames: tuple[str, ...]
+    trusted: bool = False
+    """The kernel's own fallback: its outputs need no invariant check."""
 
     async def call(self, hook: str, kwargs: dict[str, Any]) -> Any:
         """Call with the arguments it asks for; await the result; wrap failures."""
         try:
             result = self.function(*[kwargs[name] for name in self.argnames])
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):
                 result = await result
         except StopRun:
             raise
@@ -82,7 +84,14 @@ class HookRelay:
             for impl in reversed(caller.get_hookimpls()):
                 if impl.hookwrapper or impl.wrapper:
                     continue
-                found.append(Implementation(impl.plugin_name, impl.function, tuple(impl.argnames)))
+                found.append(
+                    Implementation(
+                        impl.plugin_name,
+                        impl.function,
+                        tuple(impl.argnames),
+                        impl.plugin_name in self._fallbacks,
+                    )
+                )
         # the kernel's own fallbacks (the default converter, the token estimate, the
         # fallback compaction) answer only after every plugin, trylast ones included
         found.sort(key=lambda impl: impl.plugin in self._fallbacks)

@@ -55,6 +55,7 @@ class StreamAssembler:
 
     __slots__ = (
         "_blocks",
+        "_built",
         "_by_wire_id",
         "_calls",
         "_ids",
@@ -69,7 +70,10 @@ class StreamAssembler:
     def __init__(self, provider: str, model: str) -> None:
         self.provider = provider
         self.model = model
-        self._blocks: list[Any] = []  # str parts lists, ThinkingContent parts, or _CallBuilder
+        # [kind, text so far, signature] for text and thinking, or a _CallBuilder
+        self._blocks: list[Any] = []
+        # the content block last built for each block; None once it changed since
+        self._built: list[Any] = []
         self._calls: list[_CallBuilder] = []
         self._by_wire_id: dict[str, _CallBuilder] = {}
         self._ids: set[str] = set()
@@ -94,6 +98,7 @@ class StreamAssembler:
             ended = self._by_wire_id.get(delta.id)
             if ended is not None:
                 self._parse(ended)
+                self._built[self._blocks.index(ended)] = None
         elif isinstance(delta, UsageReport):
             self.usage = delta.usage
         elif isinstance(delta, StreamDone):
@@ -102,11 +107,13 @@ class StreamAssembler:
     def _extend(self, kind: str, text: str, signature: str | None) -> None:
         last = self._blocks[-1] if self._blocks else None
         if isinstance(last, list) and last[0] == kind:
-            last[1].append(text)
+            last[1] += text
             if signature:
                 last[2] = signature
+            self._built[-1] = None
         else:
-            self._blocks.append([kind, [text], signature])
+            self._blocks.append([kind, text, signature])
+            self._built.append(None)
 
     def _start_call(self, wire_id: str, name: str) -> _CallBuilder:
         call_id = wire_id or f"call_{len(self._calls) + 1}"
@@ -120,6 +127,7 @@ class StreamAssembler:
         self._calls.append(builder)
         self._by_wire_id[wire_id] = builder
         self._blocks.append(builder)
+        self._built.append(None)
         return builder
 
     def _parse(self, builder: _CallBuilder) -> None:
@@ -145,29 +153,34 @@ class StreamAssembler:
             return
         builder.parsed = value
 
+    @staticmethod
+    def _build(block: Any) -> Any:
+        if isinstance(block, _CallBuilder):
+            return ToolCall.model_construct(
+                type="tool_call",
+                id=block.id,
+                name=block.name,
+                arguments=freeze(block.parsed or {}),
+            )
+        if block[0] == "text":
+            return TextContent.model_construct(type="text", text=block[1])
+        return ThinkingContent.model_construct(
+            type="thinking", thinking=block[1], signature=block[2]
+        )
+
     def _content(self, *, complete_calls_only: bool) -> tuple[Any, ...]:
-        content: list[Any] = []
-        for block in self._blocks:
-            if isinstance(block, _CallBuilder):
-                if block.parsed is None and complete_calls_only:
-                    continue
-                content.append(
-                    ToolCall.model_construct(
-                        type="tool_call",
-                        id=block.id,
-                        name=block.name,
-                        arguments=freeze(block.parsed or {}),
-                    )
-                )
-            elif block[0] == "text":
-                content.append(TextContent.model_construct(type="text", text="".join(block[1])))
-            else:
-                content.append(
-                    ThinkingContent.model_construct(
-                        type="thinking", thinking="".join(block[1]), signature=block[2]
-                    )
-                )
-        return tuple(content)
+        if not complete_calls_only:
+            # only the blocks that changed since the last partial are rebuilt
+            built = self._built
+            for index, cached in enumerate(built):
+                if cached is None:
+                    built[index] = self._build(self._blocks[index])
+            return tuple(built)
+        return tuple(
+            self._build(block)
+            for block in self._blocks
+            if not (isinstance(block, _CallBuilder) and block.parsed is None)
+        )
 
     def partial(self) -> AssistantMessage:
         """The message so far (tool calls still streaming have ``arguments={}``)."""

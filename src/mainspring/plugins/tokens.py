@@ -7,7 +7,6 @@ stand for everything up to it, and only the messages after it are estimated.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +17,17 @@ __all__ = ["IMAGE_TOKENS", "count_tokens", "estimate_tokens"]
 
 IMAGE_TOKENS = 1_200
 """The estimate for one image, whatever its size."""
+
+
+def _arguments_chars(arguments: Any) -> int:
+    """About the length of ``arguments`` as JSON, without serialising it."""
+    if isinstance(arguments, dict):
+        return 2 + sum(len(key) + 4 + _arguments_chars(value) for key, value in arguments.items())
+    if isinstance(arguments, list):
+        return 2 + sum(_arguments_chars(item) + 1 for item in arguments)
+    if isinstance(arguments, str):
+        return len(arguments) + 2
+    return len(str(arguments))
 
 
 def _message_chars(message: Any) -> tuple[int, int]:
@@ -31,7 +41,7 @@ def _message_chars(message: Any) -> tuple[int, int]:
         elif isinstance(block, ThinkingContent):
             chars += len(block.thinking)
         elif isinstance(block, ToolCall):
-            chars += len(block.name) + len(json.dumps(block.arguments, default=str))
+            chars += len(block.name) + _arguments_chars(block.arguments)
         elif isinstance(block, ImageContent):
             images += 1
     return chars, images
