@@ -243,3 +243,16 @@ async def test_pending_tool_calls_is_empty_after_the_run() -> None:
     assert agent.state.phase == "idle"
     assert agent.state.run_id is None
     assert agent.state.turn is None
+
+
+def test_partial_messages_built_on_the_hot_path_equal_validated_ones() -> None:
+    from mainspring.messages import TextContent as Text
+    from mainspring.messages import trusted_construct
+
+    fast = trusted_construct(Text, {"type": "text", "text": "hi"})
+    slow = Text(text="hi")
+    assert fast == slow
+    assert fast.model_dump() == slow.model_dump()
+    assert fast.model_copy(update={"text": "x"}) == Text(text="x")
+    with pytest.raises(ValidationError):
+        fast.text = "changed"  # type: ignore[misc]

@@ -10,7 +10,7 @@ and the ``convert_to_llm`` hook decides what the model sees of them.
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -258,6 +258,25 @@ class CompactionSummary(_Frozen):
 
 
 LLM_ROLES: frozenset[str] = frozenset({"user", "assistant", "tool_result"})
+
+
+_M = TypeVar("_M", bound=BaseModel)
+_set_attribute = object.__setattr__
+
+
+def trusted_construct(cls: type[_M], values: dict[str, Any]) -> _M:
+    """Build ``cls`` from ``values`` that already hold every field, valid, without checks.
+
+    What :meth:`pydantic.BaseModel.model_construct` does, minus its per-field default and
+    alias handling, for the kernel's hot path (one partial message per streamed delta).
+    The caller guarantees ``values`` is complete and valid.
+    """
+    instance = cls.__new__(cls)
+    _set_attribute(instance, "__dict__", values)
+    _set_attribute(instance, "__pydantic_fields_set__", set(values))
+    _set_attribute(instance, "__pydantic_extra__", None)
+    _set_attribute(instance, "__pydantic_private__", None)
+    return instance
 
 
 def message_text(message: BaseModel) -> str:

@@ -22,6 +22,7 @@ from ..messages import (
     ToolCall,
     Usage,
     freeze,
+    trusted_construct,
 )
 from ..providers.base import (
     StreamDone,
@@ -156,16 +157,19 @@ class StreamAssembler:
     @staticmethod
     def _build(block: Any) -> Any:
         if isinstance(block, _CallBuilder):
-            return ToolCall.model_construct(
-                type="tool_call",
-                id=block.id,
-                name=block.name,
-                arguments=freeze(block.parsed or {}),
+            return trusted_construct(
+                ToolCall,
+                {
+                    "type": "tool_call",
+                    "id": block.id,
+                    "name": block.name,
+                    "arguments": freeze(block.parsed or {}),
+                },
             )
         if block[0] == "text":
-            return TextContent.model_construct(type="text", text=block[1])
-        return ThinkingContent.model_construct(
-            type="thinking", thinking=block[1], signature=block[2]
+            return trusted_construct(TextContent, {"type": "text", "text": block[1]})
+        return trusted_construct(
+            ThinkingContent, {"type": "thinking", "thinking": block[1], "signature": block[2]}
         )
 
     def _content(self, *, complete_calls_only: bool) -> tuple[Any, ...]:
@@ -184,16 +188,19 @@ class StreamAssembler:
 
     def partial(self) -> AssistantMessage:
         """The message so far (tool calls still streaming have ``arguments={}``)."""
-        return AssistantMessage.model_construct(
-            role="assistant",
-            content=self._content(complete_calls_only=False),
-            provider=self.provider,
-            model=self.model,
-            usage=self.usage,
-            stop_reason="stop",
-            error_message=None,
-            response_id=None,
-            timestamp=self._started,
+        return trusted_construct(
+            AssistantMessage,
+            {
+                "role": "assistant",
+                "content": self._content(complete_calls_only=False),
+                "provider": self.provider,
+                "model": self.model,
+                "usage": self.usage,
+                "stop_reason": "stop",
+                "error_message": None,
+                "response_id": None,
+                "timestamp": self._started,
+            },
         )
 
     def finish(self, stop_reason: StopReason, error_message: str | None = None) -> AssistantMessage:
