@@ -28,13 +28,26 @@ def render_summary(summary: CompactionSummary) -> UserMessage:
     )
 
 
+_FAILED = frozenset({"error", "aborted"})
+
+
 @hookimpl(trylast=True)
-def convert_to_llm(messages: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Drop custom roles and failed assistant messages."""
-    kept: list[Any] = []
-    for message in messages:
+def convert_to_llm(messages: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Drop custom roles and failed assistant messages (``None`` when nothing changes)."""
+    # the common case, every message already sendable, costs one cheap pass
+    for index, message in enumerate(messages):
+        kind = type(message)
+        if kind is UserMessage or kind is ToolResultMessage:
+            continue
+        if kind is AssistantMessage and message.stop_reason not in _FAILED:
+            continue
+        break
+    else:
+        return None
+    kept: list[Any] = list(messages[:index])
+    for message in messages[index:]:
         if isinstance(message, AssistantMessage):
-            if message.stop_reason not in ("error", "aborted"):
+            if message.stop_reason not in _FAILED:
                 kept.append(message)
         elif isinstance(message, UserMessage | ToolResultMessage):
             kept.append(message)

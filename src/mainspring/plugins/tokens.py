@@ -7,6 +7,7 @@ stand for everything up to it, and only the messages after it are estimated.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,6 +48,28 @@ def _message_chars(message: Any) -> tuple[int, int]:
     return chars, images
 
 
+_sizes: dict[int, tuple[Any, int, int]] = {}
+"""Per-message (weakref, chars, images): messages are immutable, so their size is too."""
+
+
+def _forget(key: int) -> Any:
+    return lambda _ref: _sizes.pop(key, None)
+
+
+def _message_size(message: Any) -> tuple[int, int]:
+    key = id(message)
+    hit = _sizes.get(key)
+    if hit is not None:
+        return hit[1], hit[2]
+    chars, images = _message_chars(message)
+    try:
+        reference = weakref.ref(message, _forget(key))
+    except TypeError:  # not weak-referenceable: just don't cache it
+        return chars, images
+    _sizes[key] = (reference, chars, images)
+    return chars, images
+
+
 def estimate_tokens(messages: Sequence[Any]) -> int:
     """Estimate the tokens of ``messages`` (see the module docstring)."""
     start, base = 0, 0
@@ -64,7 +87,7 @@ def estimate_tokens(messages: Sequence[Any]) -> int:
             break
     chars, images = 0, 0
     for message in messages[start:]:
-        more_chars, more_images = _message_chars(message)
+        more_chars, more_images = _message_size(message)
         chars += more_chars + 16
         images += more_images
     return base + chars // 4 + images * IMAGE_TOKENS
