@@ -23,7 +23,7 @@ QueueMode = Literal["one-at-a-time", "all"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class RetrySettings(_Section):

@@ -36,7 +36,7 @@ class ToolResult(BaseModel):
     ``is_error`` tells the model the call failed.
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
     content: tuple[TextContent | ImageContent, ...] = ()
     details: Any = None

@@ -16,12 +16,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Literal, final
+from typing import TYPE_CHECKING, Any, Literal, final
 
 import pluggy
-from importlib_metadata import EntryPoint, entry_points
 
 from .. import hookspecs
+
+if TYPE_CHECKING:
+    from importlib_metadata import EntryPoint
 from ..errors import PluginLoadError
 
 __all__ = [
@@ -217,6 +219,8 @@ def _inprocess_name(plugin: Any, taken: set[str]) -> str:
 def _installed(controls: PluginControls) -> list[EntryPoint]:
     if not controls.autoload:
         return []
+    from importlib_metadata import entry_points  # only when installed plugins are wanted
+
     found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     selected = []
     for name in sorted(found):

@@ -44,7 +44,7 @@ ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high"]
 class Model(BaseModel):
     """A model a provider can serve; costs are USD per million tokens."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     provider: str
     id: str
@@ -74,7 +74,7 @@ class Model(BaseModel):
 class ToolSpec(BaseModel):
     """What the model is told about a tool: its name, purpose and JSON-Schema parameters."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     description: str
@@ -88,7 +88,7 @@ class ModelRequest(BaseModel):
     ``convert_to_llm`` hook.
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
     model: Model
     system_prompt: str = ""
