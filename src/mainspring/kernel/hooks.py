@@ -65,7 +65,9 @@ class Hooks:
         last = len(implementations) - 1
         for index, impl in enumerate(implementations):
             try:
-                result = await impl.call(hook, {"messages": current, **kwargs})
+                result = impl.call_sync(hook, {"messages": current, **kwargs})
+                if result is not None and inspect.isawaitable(result):
+                    result = await impl.finish(hook, result)
                 if result is None:
                     continue
                 candidate = _as_tuple(result, hook, impl.plugin)
@@ -127,7 +129,9 @@ class Hooks:
             "signal": signal,
         }
         for impl in self.relay.implementations("compact"):
-            result = await impl.call("compact", kwargs)
+            result = impl.call_sync("compact", kwargs)
+            if result is not None and inspect.isawaitable(result):
+                result = await impl.finish("compact", result)
             if result is None:
                 continue
             if not isinstance(result, CompactionResult):
@@ -146,7 +150,9 @@ class Hooks:
         kwargs = {"call": call, "args": args, "tool": tool, "agent": agent, "signal": signal}
         for impl in self.relay.implementations("before_tool_call"):
             try:
-                result = await impl.call("before_tool_call", kwargs)
+                result = impl.call_sync("before_tool_call", kwargs)
+                if result is not None and inspect.isawaitable(result):
+                    result = await impl.finish("before_tool_call", result)
             except HookError as error:
                 await report(error, "call blocked (fail closed)")
                 return GateDecision(
@@ -171,7 +177,9 @@ class Hooks:
         for impl in self.relay.implementations("after_tool_result"):
             kwargs = {"call": call, "result": current, "agent": agent, "signal": signal}
             try:
-                replacement = await impl.call("after_tool_result", kwargs)
+                replacement = impl.call_sync("after_tool_result", kwargs)
+                if replacement is not None and inspect.isawaitable(replacement):
+                    replacement = await impl.finish("after_tool_result", replacement)
                 if replacement is not None and not isinstance(replacement, ToolResult):
                     raise HookError("after_tool_result", impl.plugin, f"returned {replacement!r}")
             except HookError as error:
@@ -188,7 +196,10 @@ class Hooks:
         """Any ``True`` stops; a failure raises :class:`HookError` (a run failure)."""
         kwargs = {"state": state, "agent": agent, "signal": signal}
         for impl in self.relay.implementations("should_stop_after_turn"):
-            if await impl.call("should_stop_after_turn", kwargs):
+            stop = impl.call_sync("should_stop_after_turn", kwargs)
+            if stop is not None and inspect.isawaitable(stop):
+                stop = await impl.finish("should_stop_after_turn", stop)
+            if stop:
                 return True
         return False
 

@@ -11,7 +11,6 @@ created for it. A failure is wrapped in :class:`~mainspring.HookError` naming th
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, final
@@ -34,22 +33,21 @@ class Implementation:
     trusted: bool = False
     """The kernel's own fallback: its outputs need no invariant check."""
 
-    async def call(self, hook: str, kwargs: dict[str, Any]) -> Any:
-        """Call with the arguments it asks for; await the result; wrap failures."""
+    async def finish(self, hook: str, pending: Any) -> Any:
+        """Await what :meth:`call_sync` returned for an async implementation; wrap failures."""
         try:
-            result = self.function(*[kwargs[name] for name in self.argnames])
-            if result is not None and inspect.isawaitable(result):
-                result = await result
-        except StopRun:
-            raise
-        except HookError:
+            return await pending
+        except (StopRun, HookError):
             raise
         except Exception as error:
             raise HookError(hook, self.plugin, error) from error
-        return result
 
     def call_sync(self, hook: str, kwargs: dict[str, Any]) -> Any:
-        """Call a synchronous implementation; wrap failures."""
+        """Call with the arguments it asks for; wrap failures.
+
+        An ``async def`` implementation returns its coroutine here: pass it to
+        :meth:`finish`. Plain functions thus cost no coroutine per call.
+        """
         try:
             return self.function(*[kwargs[name] for name in self.argnames])
         except StopRun:
