@@ -31,18 +31,23 @@ def render_summary(summary: CompactionSummary) -> UserMessage:
 _FAILED = frozenset({"error", "aborted"})
 
 
-@hookimpl(trylast=True)
-def convert_to_llm(messages: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """Drop custom roles and failed assistant messages (``None`` when nothing changes)."""
-    # the common case, every message already sendable, costs one cheap pass
+def _first_to_convert(messages: tuple[Any, ...]) -> int | None:
+    """The index of the first message that is not sendable as it is (one cheap pass)."""
     for index, message in enumerate(messages):
         kind = type(message)
         if kind is UserMessage or kind is ToolResultMessage:
             continue
         if kind is AssistantMessage and message.stop_reason not in _FAILED:
             continue
-        break
-    else:
+        return index
+    return None
+
+
+@hookimpl(trylast=True)
+def convert_to_llm(messages: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Drop custom roles and failed assistant messages (``None`` when nothing changes)."""
+    index = _first_to_convert(messages)
+    if index is None:
         return None
     kept: list[Any] = list(messages[:index])
     for message in messages[index:]:
