@@ -66,13 +66,29 @@ async def execute_run(run: Run, inputs: Sequence[Any]) -> None:
     await _end_run(run, reason, detail)
 
 
+async def _deliver(run: Run, inputs: list[Any], queue: list[Any] | None) -> None:
+    """Add the turn's input messages; what a failure leaves undelivered goes back on its queue."""
+    run.undelivered = (list(inputs), queue)
+    pending = run.undelivered[0]
+    while pending:
+        # taken off first: once its message_start is out, the message counts as delivered
+        await run.add_message(pending.pop(0))
+    run.undelivered = None
+
+
 async def _turns(run: Run, inputs: list[Any]) -> tuple[AgentEndReason, str | None]:
     core, settings = run.core, run.settings
-    inputs += take_queued(core.steering, settings.steering_mode)
+    modes = {id(core.steering): settings.steering_mode, id(core.follow_up): settings.follow_up_mode}
+    # queued messages are taken inside the turn that delivers them, so a failure before
+    # their delivery leaves them queued
+    source: list[Any] | None = core.steering
     while True:
         await run.begin_turn()
-        for message in inputs:
-            await run.add_message(message)
+        await _deliver(run, inputs, None)
+        inputs = []
+        if source is not None:
+            await _deliver(run, take_queued(source, modes[id(source)]), source)
+            source = None
         reply = await request_reply(run)
         message = reply.message
         if message.stop_reason in ("error", "aborted"):
@@ -85,11 +101,13 @@ async def _turns(run: Run, inputs: list[Any]) -> tuple[AgentEndReason, str | Non
             return "aborted", "Run aborted"
         if await run.hooks.should_stop_after_turn(core.snapshot(), run.agent, run.signal):
             return "stopped_by_hook", "should_stop_after_turn returned True"
-        inputs = take_queued(core.steering, settings.steering_mode)
-        if inputs or message.tool_calls:
+        if core.steering:
+            source = core.steering
+        elif message.tool_calls:
             continue
-        inputs = take_queued(core.follow_up, settings.follow_up_mode)
-        if not inputs:
+        elif core.follow_up:
+            source = core.follow_up
+        else:
             return "stop", None
 
 
@@ -106,9 +124,21 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
+def _requeue(run: Run) -> None:
+    """Put queued messages a failure kept from their turn back at the front of their queue."""
+    if run.undelivered is None:
+        return
+    pending, queue = run.undelivered
+    run.undelivered = None
+    if queue is not None and pending:
+        queue[:0] = pending
+
+
 async def _close_turn(run: Run, reason: str) -> None:
     """End an interrupted turn: settle its tool calls, close any open message."""
     try:
+        await run.finish_open_message()
+        _requeue(run)
         if run.turn_open:
             await run.leave_phase(reason)
             await _close_streaming(run, "aborted" if run.signal.aborted else "error", reason)
@@ -135,6 +165,8 @@ async def _close_streaming(run: Run, stop_reason: str, text: str) -> AssistantMe
 async def _fail(run: Run, stop_reason: str, text: str) -> None:
     """Carry a failure as an assistant message inside a turn (opening one if needed)."""
     try:
+        await run.finish_open_message()
+        _requeue(run)
         await run.leave_phase(text)
         if not run.turn_open:
             await run.begin_turn()

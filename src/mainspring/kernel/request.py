@@ -203,13 +203,13 @@ async def _stream(
         message = _priced(run, assembler.finish(assembler.done.stop_reason))
     else:
         kept = True
-    if started or kept:
-        if not started:
-            await run.emit(MessageStart, message=message)
+    if started:
         core.streaming_message = None
         if kept:
             run.append(message)
         await run.emit(MessageEnd, message=message)
+    elif kept:
+        await run.add_message(message)
     return Reply(message, dict(assembler.argument_errors)), failure
 
 

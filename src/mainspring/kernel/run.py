@@ -68,6 +68,7 @@ class Run:
         "hooks",
         "model",
         "new_messages",
+        "opening",
         "provider",
         "run_id",
         "settings",
@@ -79,6 +80,7 @@ class Run:
         "turn_message",
         "turn_open",
         "turn_results",
+        "undelivered",
     )
 
     def __init__(
@@ -112,6 +114,8 @@ class Run:
         self.turn_results: list[ToolResultMessage] = []
         self.batch_results: dict[str, ToolResult] = {}
         self.compacting: tuple[str, int] | None = None
+        self.undelivered: tuple[list[Any], list[Any] | None] | None = None
+        self.opening: Any = None
 
     # -- emission ------------------------------------------------------------------------
 
@@ -216,6 +220,15 @@ class Run:
 
     async def add_message(self, message: Any) -> None:
         """Emit ``message_start``/``message_end`` for a complete message and keep it."""
+        self.opening = message
         await self.emit(MessageStart, message=message)
         self.append(message)
+        self.opening = None
         await self.emit(MessageEnd, message=message)
+
+    async def finish_open_message(self) -> None:
+        """End a message whose ``message_start`` was delivered but a failure cut off."""
+        message, self.opening = self.opening, None
+        if message is not None:
+            self.append(message)
+            await self.emit(MessageEnd, message=message)
