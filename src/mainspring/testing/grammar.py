@@ -64,7 +64,7 @@ RULES: dict[str, str] = {
     ),
     "turn-end-message": (
         "turn_end.message is the last assistant message ended in the turn, or None if the "
-        "turn had none"
+        "turn had none; a retry event discards the failed attempt's message"
     ),
     "phase": (
         "phase_change.previous is the current phase (a run starts idle); moves are "
@@ -584,3 +584,5 @@ class _Checker:
     def _retry(self, event: Any, run: _Run, turn: _Turn | None) -> None:
         if run.phase != "retry":
             raise self.fail("compaction", f"retry event in phase {run.phase!r} (expected 'retry')")
+        if turn is not None:
+            turn.last_assistant = None  # the failed attempt's message is not kept
