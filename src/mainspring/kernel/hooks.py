@@ -209,16 +209,23 @@ class Hooks:
         if not implementations:
             return
         # the hottest hook: called for every event, so no coroutine per implementation
+        # every observer sees every event: a failing one does not starve those after it;
+        # the first failure is raised once all have been called
         kwargs = {"event": event, "agent": agent, "signal": signal}
+        failure: Exception | None = None
         for impl in implementations:
             try:
                 result = impl.function(*[kwargs[name] for name in impl.argnames])
                 if result is not None and inspect.isawaitable(result):
                     await result
-            except (StopRun, HookError):
-                raise
+            except (StopRun, HookError) as error:
+                failure = failure or error
             except Exception as error:
-                raise HookError("on_event", impl.plugin, error) from error
+                if failure is None:
+                    failure = HookError("on_event", impl.plugin, error)
+                    failure.__cause__ = error
+        if failure is not None:
+            raise failure
 
     def register_tools(self, agent: Any) -> list[tuple[str, Tool]]:
         """Every plugin's tools, with the plugin that gave each."""

@@ -26,10 +26,11 @@ log = get_logger("mainspring.sessions")
 _files: weakref.WeakKeyDictionary[Any, IO[str]] = weakref.WeakKeyDictionary()
 
 
-def _open(agent: Any, path: str) -> IO[str]:
+def _open(agent: Any, path: str) -> tuple[IO[str], bool]:
+    """The agent's session file, and whether it was just created with the transcript."""
     handle = _files.get(agent)
     if handle is not None and not handle.closed:
-        return handle
+        return handle, False
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     new = not os.path.exists(path) or os.path.getsize(path) == 0
@@ -44,7 +45,7 @@ def _open(agent: Any, path: str) -> IO[str]:
             _write(handle, {"type": "message", "message": encode_message(message)})
         handle.flush()
     _files[agent] = handle
-    return handle
+    return handle, new
 
 
 def _cut_torn_tail(path: str) -> None:
@@ -73,11 +74,13 @@ def on_event(event: Any, agent: Any) -> None:
     elif kind == "message_end":
         if agent.last_message is not event.message:
             return
-        handle = _open(agent, path)
+        handle, created = _open(agent, path)
+        if created:
+            return  # a new file already holds the whole transcript, this message included
         _write(handle, {"type": "message", "message": encode_message(event.message)})
         handle.flush()
     elif kind == "compaction_end" and event.error is None:
-        handle = _open(agent, path)
+        handle, _ = _open(agent, path)
         messages = [encode_message(message) for message in agent.state.messages]
         _write(handle, {"type": "compaction", "messages": messages})
         handle.flush()
