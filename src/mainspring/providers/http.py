@@ -481,9 +481,14 @@ class HTTPProvider:
         if response.is_success and "json" not in content_type:
             return
         body = bytearray()
-        async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) >= MAX_ERROR_BODY_BYTES:
+        chunks = response.aiter_bytes()
+        while len(body) < MAX_ERROR_BODY_BYTES:
+            # an error body is read under the read timeout too: a server that sends part
+            # of it and then stalls still gets its error reported, with what arrived
+            try:
+                async with asyncio.timeout(self.timeout.read):
+                    body += await anext(chunks)
+            except (StopAsyncIteration, TimeoutError):
                 break
         text = body[:MAX_ERROR_BODY_BYTES].decode("utf-8", errors="replace")
         if not response.is_success:
