@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, final
 
 import structlog
 
-from ..errors import HookError
+from ..errors import HookError, StopRun
 from ..logs import get_logger
 from ..messages import AssistantMessage, ToolResultMessage
 from ..tools import ToolResult
@@ -147,6 +147,10 @@ class Run:
             )
             if failure is None and not self.failing:
                 failure = error
+        except StopRun as stop:
+            # a deliberate stop while the run is already ending changes nothing
+            if failure is None and not self.failing:
+                failure = stop
         if failure is not None:
             raise failure
 
