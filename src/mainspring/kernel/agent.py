@@ -14,7 +14,7 @@ from ..providers.base import DEFAULT_CONTEXT_WINDOW, Model, Provider, ThinkingLe
 from ..settings import Settings
 from ..tools import Tool
 from .hooks import Hooks
-from .loop import execute_run, take_queued
+from .loop import execute_run
 from .plugins import PluginSet, disable_hint, load_plugins
 from .relay import HookRelay
 from .run import Run
@@ -269,23 +269,23 @@ class Agent:
             raise AgentBusyError("resume")
         core = self._core
         tail = core.messages[-1] if core.messages else None
-        inputs: list[Any] = []
+        queue: list[Any] | None = None
         if tail is None:
             raise ValueError("nothing to resume: the transcript is empty")
         if isinstance(tail, AssistantMessage):
-            inputs = take_queued(core.steering, self.settings.steering_mode)
-            if not inputs:
-                inputs = take_queued(core.follow_up, self.settings.follow_up_mode)
-            if not inputs and tail.stop_reason not in ("error", "aborted"):
+            # the run takes the messages off their queue itself, inside its first turn,
+            # so a failure before their delivery leaves them queued
+            queue = core.steering if core.steering else core.follow_up
+            if not queue and tail.stop_reason not in ("error", "aborted"):
                 raise ValueError(
                     "nothing to resume: the last message is a complete assistant reply "
                     "and no steering or follow-up message is queued; use prompt()"
                 )
         elif not isinstance(tail, UserMessage | ToolResultMessage):
             raise ValueError(f"nothing to resume after a {getattr(tail, 'role', '?')!r} message")
-        await self._start(inputs)
+        await self._start([], queue)
 
-    async def _start(self, inputs: list[Any]) -> None:
+    async def _start(self, inputs: list[Any], first_queue: list[Any] | None = None) -> None:
         core = self._core
         core.is_streaming = True
         core.error_message = None
@@ -305,7 +305,7 @@ class Agent:
             raise
         core.run_id = run.run_id
         self._run = run
-        task = asyncio.ensure_future(self._drive(run, inputs))
+        task = asyncio.ensure_future(self._drive(run, inputs, first_queue))
         run.task = task
         core.run_task = task
         try:
@@ -315,10 +315,10 @@ class Agent:
             await asyncio.wait([task])
             raise
 
-    async def _drive(self, run: Run, inputs: list[Any]) -> None:
+    async def _drive(self, run: Run, inputs: list[Any], first_queue: list[Any] | None) -> None:
         core = self._core
         try:
-            await execute_run(run, inputs)
+            await execute_run(run, inputs, first_queue)
         finally:
             core.is_streaming = False
             core.streaming_message = None

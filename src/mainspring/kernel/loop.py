@@ -38,8 +38,14 @@ def take_queued(queue: list[Any], mode: str) -> list[Any]:
     return [queue.pop(0)]
 
 
-async def execute_run(run: Run, inputs: Sequence[Any]) -> None:
-    """Run to completion; never raises (except to let a cancelled caller go)."""
+async def execute_run(
+    run: Run, inputs: Sequence[Any], first_queue: list[Any] | None = None
+) -> None:
+    """Run to completion; never raises.
+
+    ``inputs`` open the first turn, then what ``first_queue`` delivers (by its mode; the
+    steering queue when ``None``).
+    """
     reason: AgentEndReason
     detail: str | None
     # the run has its own task, so this binding is scoped to it (and its tool tasks)
@@ -47,7 +53,7 @@ async def execute_run(run: Run, inputs: Sequence[Any]) -> None:
     try:
         await run.emit(AgentStart)
         await run.set_phase("turn")
-        reason, detail = await _turns(run, list(inputs))
+        reason, detail = await _turns(run, list(inputs), first_queue)
     except StopRun as stop:
         run.failing = True
         reason, detail = "stopped_by_hook", stop.reason
@@ -76,12 +82,14 @@ async def _deliver(run: Run, inputs: list[Any], queue: list[Any] | None) -> None
     run.undelivered = None
 
 
-async def _turns(run: Run, inputs: list[Any]) -> tuple[AgentEndReason, str | None]:
+async def _turns(
+    run: Run, inputs: list[Any], first_queue: list[Any] | None
+) -> tuple[AgentEndReason, str | None]:
     core, settings = run.core, run.settings
     modes = {id(core.steering): settings.steering_mode, id(core.follow_up): settings.follow_up_mode}
     # queued messages are taken inside the turn that delivers them, so a failure before
     # their delivery leaves them queued
-    source: list[Any] | None = core.steering
+    source: list[Any] | None = core.steering if first_queue is None else first_queue
     while True:
         await run.begin_turn()
         await _deliver(run, inputs, None)
