@@ -99,7 +99,22 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
         error = "no compaction plugin produced a result"
     if result is not None:
         run.core.messages[:] = list(result.messages)
-        tokens_after = await count_tokens(run, await prepare_messages(run))
+        try:
+            tokens_after = await count_tokens(run, await prepare_messages(run))
+        except BaseException:
+            # the compaction took effect: report it as such before the failure goes on
+            from ..plugins.tokens import estimate_tokens
+
+            run.compacting = None
+            await run.emit(
+                CompactionEnd,
+                reason=reason,
+                tokens_before=tokens_before,
+                tokens_after=estimate_tokens(result.messages),
+                error=None,
+            )
+            await run.set_phase("turn")
+            raise
     run.compacting = None
     await run.emit(
         CompactionEnd,
