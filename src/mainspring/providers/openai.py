@@ -327,6 +327,8 @@ class _ChatStream:
             call.pending.clear()
 
     def _end(self, call: _Call, out: list[StreamEvent]) -> None:
+        if call.ended:
+            return
         if not call.started:
             self._start(call, out)
         call.ended = True

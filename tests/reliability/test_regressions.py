@@ -1,0 +1,299 @@
+"""Regressions: the shrunk examples of the bugs the reliability properties found.
+
+Each test is the minimal scenario hypothesis shrank a failure to, run through the same
+harness (so every invariant is checked), plus a direct assertion of the expected
+behaviour. The docstrings say what was expected and what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import reliability_harness as rh
+import reliability_sse as sse
+from reliability_strategies import HookFault, ListenerSpec, PluginSpec, Scenario
+
+from mainspring import AbortSignal, CompactionSummary
+from mainspring.providers.base import ToolCallEnd
+from mainspring.testing import faux
+
+# ------------------------------------------------ on_event: one failing observer
+
+
+@pytest.mark.parametrize("at", [None, 0])
+def test_a_failing_on_event_plugin_does_not_hide_events_from_later_observers(
+    at: int | None,
+) -> None:
+    """A plugin's ``on_event`` raising (on every event, or on ``agent_start`` only).
+
+    Expected: the run fails, but every observer, the built-in session writer included,
+    still sees every event (DESIGN §6 ``on_event``: "all, in order"), so the session file
+    equals the transcript. Was: ``Hooks.on_event`` stopped at the first raising
+    implementation; the session file was never created (``at=None``), or was created at
+    the first ``message_end`` with that message written twice (``at=0``).
+    """
+    world = rh.run_scenario(
+        Scenario(
+            steps=(),
+            plugins=(PluginSpec("fault0", (HookFault("on_event", "raise", at),)),),
+            second_run=False,
+        )
+    )
+    assert world.recorder.events[-1].reason == "error"
+
+
+# --------------------------------------- a failed message_start leaves it open
+
+
+@pytest.mark.parametrize(
+    ("listeners", "plugins", "steer_before"),
+    [
+        # a listener raising on the prompt's message_start
+        ((ListenerSpec(3, "raise"),), (), 0),
+        # ... on the message_start of the kept error message (exhausted script)
+        ((ListenerSpec(5, "raise"),), (), 0),
+        # ... on it after a steering message was delivered
+        ((ListenerSpec(0, "steer"), ListenerSpec(7, "raise")), (), 0),
+        # an on_event plugin raising StopRun on that message_start
+        ((), (PluginSpec("fault0", (HookFault("on_event", "stop", 5),)),), 0),
+    ],
+)
+def test_a_message_whose_message_start_delivery_failed_is_still_ended(
+    listeners: tuple[ListenerSpec, ...], plugins: tuple[PluginSpec, ...], steer_before: int
+) -> None:
+    """Expected: every ``message_start`` gets its ``message_end`` (grammar
+    ``message-nesting``). Was: the failure raised out of ``Run.add_message`` /
+    ``request._stream``'s kept-failure path between the two, and the failure message
+    then opened a second message (or ``turn_end`` came with the message open).
+    """
+    rh.run_scenario(
+        Scenario(steps=(), plugins=plugins, listeners=listeners, steer_before=steer_before)
+    )
+
+
+# ------------------------------------------------ queued messages lost on failure
+
+
+@pytest.mark.parametrize("at", [2, 4])
+def test_steering_taken_for_a_turn_that_fails_first_stays_queued(at: int) -> None:
+    """A steering message queued before ``prompt()``; a listener raises at
+    ``turn_start`` (2) or at the prompt's ``message_end`` (4).
+
+    Expected: the steering message is delivered or still queued (DESIGN §10: after an
+    error the queues are kept). Was: taken off the queue before the turn and dropped.
+    """
+    world = rh.run_scenario(
+        Scenario(steps=(), listeners=(ListenerSpec(at, "raise"),), steer_before=1, second_run=False)
+    )
+    assert len(world.agent.state.steering_queue) == 1
+
+
+def test_a_follow_up_taken_by_resume_for_a_run_that_fails_first_stays_queued() -> None:
+    """Run 1 fails (an ``on_event`` plugin raises on every event), a follow-up is queued;
+    ``resume()`` takes it as the first turn's input and run 2 fails at ``agent_start``.
+
+    Expected: the follow-up is still queued afterwards (it was never delivered). Was:
+    ``Agent.resume`` (kernel/agent.py) pops it before the run starts, and nothing puts
+    it back, so it vanishes.
+    """
+    world = rh.run_scenario(
+        Scenario(
+            steps=(),
+            plugins=(PluginSpec("fault0", (HookFault("on_event", "raise", None),)),),
+            follow_up_before=1,
+            second_run=True,
+            second_run_kind="resume",
+        )
+    )
+    queued = world.agent.state.follow_up_queue
+    assert [m.content for m in queued] == ["follow_up #0 at event -1"]
+
+
+# ----------------------------------- StopRun while the failure is being delivered
+
+
+@pytest.mark.parametrize(
+    ("steps", "listeners", "at"),
+    [
+        # a listener raises at turn_start; StopRun on the error message's message_start
+        ((), (ListenerSpec(2, "raise"),), 3),
+        # the provider raises CancelledError; StopRun on the aborted message's message_start
+        ((faux.raises(asyncio.CancelledError),), (), 5),
+    ],
+)
+def test_stop_run_from_on_event_during_failure_delivery_is_contained(
+    steps: tuple[object, ...], listeners: tuple[ListenerSpec, ...], at: int
+) -> None:
+    """Expected: once the run is failing, a ``StopRun`` raised by an ``on_event`` plugin
+    changes nothing (like any other error there: DESIGN §4 rule 1, "errors raised while
+    delivering those failure events are logged, never looped on"): the failure message
+    ends, ``turn_end`` closes the turn. Was: ``Run.emit`` re-raises ``StopRun`` from
+    ``on_event`` even when ``run.failing``; ``_fail``'s ``except Exception`` swallows it
+    half-way, leaving the message and the turn open, then ``phase_change(→ idle)`` is
+    emitted inside the turn with ``turn=None``.
+    """
+    world = rh.run_scenario(
+        Scenario(
+            steps=steps,
+            listeners=listeners,
+            plugins=(PluginSpec("fault0", (HookFault("on_event", "stop", at),)),),
+            second_run=False,
+        )
+    )
+    assert [e.type for e in world.recorder.events][-3:] == ["turn_end", "phase_change", "agent_end"]
+
+
+# ------------------------------------ a compaction interrupted after it was applied
+
+
+@pytest.mark.parametrize(
+    ("steps", "fault", "second_run"),
+    [
+        # run 2 overflows; the fallback compaction applies; then convert_to_llm (its 3rd
+        # call, counting tokens_after) raises StopRun
+        (
+            (faux.reply(), faux.error("overflow", context_overflow=True)),
+            HookFault("convert_to_llm", "stop", 2),
+            True,
+        ),
+        # two tool turns, an overflow, the compaction applies; count_tokens raises StopRun
+        # while counting tokens_after
+        (
+            (
+                faux.reply(faux.tool_call("echo", {"text": ""})),
+                faux.reply(faux.tool_call("echo", {"text": ""}), faux.tool_call("echo", {})),
+                faux.error("overflow", context_overflow=True),
+            ),
+            HookFault("count_tokens", "stop", 4),
+            False,
+        ),
+    ],
+)
+def test_a_compaction_interrupted_after_it_replaced_the_transcript_is_recorded(
+    steps: tuple[object, ...], fault: HookFault, second_run: bool
+) -> None:
+    """Expected: if the transcript was replaced, ``compaction_end`` reports success (no
+    ``error``) and the session file records the compaction, so it equals the transcript.
+    Was: ``request.compact`` replaces ``core.messages`` and then counts ``tokens_after``
+    with ``run.compacting`` still set; when that is interrupted, ``Run.leave_phase`` emits
+    ``compaction_end(error="interrupted: ...")``, the session writer skips it, and the
+    file keeps the old transcript (``agent_end.messages`` is off as well).
+    """
+    world = rh.run_scenario(
+        Scenario(
+            steps=steps,
+            plugins=(PluginSpec("fault0", (fault,)),),
+            max_attempts=0,
+            second_run=second_run,
+        )
+    )
+    messages = world.agent.state.messages
+    assert any(isinstance(m, CompactionSummary) for m in messages)
+    ends = [e for e in world.recorder.events if e.type == "compaction_end"]
+    assert ends[-1].error is None
+
+
+# ---------------------------------- grammar: a failed attempt that was discarded
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        # a cut stream (retried), then StopRun from transform_context on the re-send
+        Scenario(
+            steps=(faux.cut(faux.text("partial")),),
+            plugins=(PluginSpec("fault0", (HookFault("transform_context", "stop", 1),)),),
+        ),
+        # a context overflow after partial output, then StopRun from compact
+        Scenario(
+            steps=(faux.error("overflow", context_overflow=True, after=[faux.text("partial")]),),
+            plugins=(PluginSpec("fault0", (HookFault("compact", "stop", 0),)),),
+        ),
+        # a cut stream (retried), then an overflow, then StopRun from compact
+        Scenario(
+            steps=(
+                faux.cut(faux.tool_call("echo", {"text": ""}), faux.tool_call("echo", {})),
+                faux.error("overflow", context_overflow=True),
+            ),
+            plugins=(PluginSpec("fault0", (HookFault("compact", "stop", 0),)),),
+        ),
+        # StopRun from on_event on the message_end of an attempt that is being retried
+        Scenario(
+            steps=(faux.cut(faux.text("partial")),),
+            plugins=(PluginSpec("fault0", (HookFault("on_event", "stop", 8),)),),
+        ),
+    ],
+)
+def test_turn_end_message_after_a_discarded_attempt(scenario: Scenario) -> None:
+    """The turn's only assistant message is a failed attempt that is not kept (it was to
+    be retried, or re-sent after compaction); then ``StopRun`` ends the turn.
+
+    Expected: the kernel closes the turn with ``turn_end.message=None`` (DESIGN §15
+    ``StopRun``: "no assistant message is invented"; §9: the attempt's message "is not
+    kept"), and ``check_event_grammar`` accepts that. Was: the checker's
+    ``turn-end-message`` rule took the discarded attempt for the turn's message. Commit
+    6b4ae44 fixed it for attempts followed by a ``retry`` event (cases 1 and 3); an
+    overflow attempt with partial output (case 2: discarded, then ``compaction``) and a
+    ``StopRun`` raised at the attempt's own ``message_end`` (case 4) still fail.
+    """
+    world = rh.run_scenario(scenario)
+    turn_ends = [e for e in world.recorder.events if e.type == "turn_end"]
+    assert turn_ends[0].message is None
+
+
+# --------------------------------------------------------------- HTTP providers
+
+
+@pytest.mark.parametrize(
+    ("status", "content_type"),
+    [(200, "application/json"), (500, "application/json"), (429, "text/plain")],
+)
+@pytest.mark.parametrize("make", [sse.openai, sse.anthropic])
+def test_a_stalled_error_body_times_out(status: int, content_type: str, make: object) -> None:
+    """The server sends the start of an error body (or a 200 JSON body) and then goes
+    silent.
+
+    Expected: ``ProviderError`` after the read timeout (50 ms here): "a server that stops
+    sending is cut off after ``timeout.read`` seconds without a byte ... for any
+    transport, mocks included" (providers/http.py docstring). Was: ``HTTPProvider._check``
+    reads the error body with ``async for chunk in response.aiter_bytes()`` outside the
+    per-chunk ``asyncio.timeout`` of ``_exchange``, so the stream hung forever (fixed
+    in 4b6384e).
+    """
+    wire = sse.Wire(b'{"error": {"message": "overloaded"', status, content_type, (), "hang")
+    sse.check_stream(make, wire)  # type: ignore[arg-type]
+
+
+def test_openai_ends_each_tool_call_once() -> None:
+    """A call whose id arrives after ``finish_reason`` closed it (generated and then
+    ended at ``finish_reason``), followed by another call at the same index.
+
+    Expected: one ``ToolCallEnd`` per started call. Was: ``_ChatStream._tool_delta``
+    ends the old call again when a new id shows up at its index (``_end`` does not check
+    ``call.ended``), so the stream has two ``ToolCallEnd`` for one call.
+    """
+
+    def chunk(delta: str) -> bytes:
+        return b'data: {"choices": [{"index": 0, "delta": ' + delta.encode() + b"}]}\n\n"
+
+    body = (
+        chunk('{"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}')
+        + b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}\n\n'
+        + chunk(
+            '{"tool_calls": [{"index": 0, "id": "call_0", "function": {"name": "echo", '
+            '"arguments": ""}}]}'
+        )
+    )
+    sse.check_stream(sse.openai, sse.Wire(body))
+
+    async def ends() -> list[object]:
+        provider = sse.openai(sse.transport(sse.Wire(body)))
+        return [
+            e
+            async for e in provider.stream(sse.REQUEST, AbortSignal())
+            if isinstance(e, ToolCallEnd)
+        ]
+
+    found = asyncio.run(ends())
+    assert len(found) == len({e.id for e in found})  # type: ignore[attr-defined]
