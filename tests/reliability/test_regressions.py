@@ -233,9 +233,9 @@ def test_turn_end_message_after_a_discarded_attempt(scenario: Scenario) -> None:
     ``StopRun``: "no assistant message is invented"; §9: the attempt's message "is not
     kept"), and ``check_event_grammar`` accepts that. Was: the checker's
     ``turn-end-message`` rule took the discarded attempt for the turn's message. Commit
-    6b4ae44 fixed it for attempts followed by a ``retry`` event (cases 1 and 3); an
-    overflow attempt with partial output (case 2: discarded, then ``compaction``) and a
-    ``StopRun`` raised at the attempt's own ``message_end`` (case 4) still fail.
+    6b4ae44 fixed it for attempts followed by a ``retry`` event (cases 1 and 3), d1bcbcc
+    for an overflow attempt with partial output (case 2) and a ``StopRun`` raised at the
+    attempt's own ``message_end`` (case 4).
     """
     world = rh.run_scenario(scenario)
     turn_ends = [e for e in world.recorder.events if e.type == "turn_end"]
