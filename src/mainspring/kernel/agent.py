@@ -71,6 +71,7 @@ class Agent:
         self._hooks = Hooks(HookRelay(self._plugin_set.pm, self._plugin_set.fallbacks))
         self._providers = self._collect_providers(provider)
         self._provider_override = provider
+        self._tool_owners: dict[str, str] = {}
         tool_map = self._collect_tools(tools)
         self._core = Core(
             messages=list(messages),

@@ -197,11 +197,6 @@ def _origin(details: dict[str, Any]) -> str:
     return f" (distribution {distribution} {version})" if version else f" ({distribution})"
 
 
-def disable_hint(name: str) -> str:
-    """How to start without the installed plugin ``name``."""
-    return _disable_hint(name)
-
-
 def _inprocess_name(plugin: Any, taken: set[str]) -> str:
     explicit = getattr(plugin, "name", None)
     if isinstance(explicit, str) and explicit:
@@ -243,7 +238,7 @@ def _load_entry_point(ep: EntryPoint) -> tuple[Any, str | None, str | None]:
         raise PluginLoadError(
             f"installed plugin {ep.name!r} (entry point {ep.value!r} of distribution "
             f"{dist_name or '?'} {version or ''}) failed to load: "
-            f"{type(error).__name__}: {error}. {_disable_hint(ep.name)}",
+            f"{type(error).__name__}: {error}. {disable_hint(ep.name)}",
             plugin=ep.name,
             distribution=dist_name,
             version=version,
@@ -251,7 +246,8 @@ def _load_entry_point(ep: EntryPoint) -> tuple[Any, str | None, str | None]:
     return plugin, dist_name, version
 
 
-def _disable_hint(name: str) -> str:
+def disable_hint(name: str) -> str:
+    """How to start without the installed plugin ``name``."""
     return (
         f"To start without it, pass disable_plugins=[{name!r}] or set "
         f"MAINSPRING_DISABLE_PLUGINS={name} (or uninstall it)."
@@ -283,7 +279,7 @@ def load_plugins(
             pm,
             plugin,
             ep.name,
-            hint=_disable_hint(ep.name),
+            hint=disable_hint(ep.name),
             distribution=dist_name,
             version=version,
         )
