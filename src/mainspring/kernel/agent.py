@@ -21,6 +21,7 @@ from .run import Run
 from .signal import AbortSignal
 from .state import AgentState, Core
 from .tools import FileLocks
+from .transcript import Transcript
 
 __all__ = ["Agent", "Listener"]
 
@@ -74,7 +75,7 @@ class Agent:
         self._tool_owners: dict[str, str] = {}
         tool_map = self._collect_tools(tools)
         self._core = Core(
-            messages=list(messages),
+            messages=Transcript(messages),
             tools=tool_map,
             system_prompt=system_prompt,
             model=self._resolve_model(model),

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any, final
 from ..errors import Block, CompactionResult, HookError, StopRun
 from ..tools import ToolResult
 from .invariants import transcript_problem
-from .relay import HookRelay
+from .relay import (
+    GENERAL,
+    HookRelay,
+    Implementation,
+    call_implementation,
+    call_plain,
+)
 
 if TYPE_CHECKING:
     from ..messages import ToolCall
@@ -48,6 +54,15 @@ def _as_tuple(value: Any, hook: str, plugin: str) -> tuple[Any, ...]:
     raise HookError(hook, plugin, f"returned {type(value).__name__}, expected a sequence")
 
 
+def _attributed(hook: str, impl: Implementation, error: Exception) -> HookError:
+    """``error`` as a :class:`HookError` of ``impl`` (one that already is passes as is)."""
+    if isinstance(error, HookError):
+        return error
+    wrapped = HookError(hook, impl.plugin, error)
+    wrapped.__cause__ = error
+    return wrapped
+
+
 @final
 class Hooks:
     """Calls every hook with its combining rule and failure semantics."""
@@ -58,16 +73,22 @@ class Hooks:
         self.relay = relay
 
     async def _chain_messages(
-        self, hook: str, messages: tuple[Any, ...], kwargs: dict[str, Any], report: Report
+        self, hook: str, messages: tuple[Any, ...], rest: tuple[Any, ...], report: Report
     ) -> tuple[Any, ...]:
         current = messages
         implementations = self.relay.implementations(hook)
         last = len(implementations) - 1
         for index, impl in enumerate(implementations):
             try:
-                result = impl.call_sync(hook, {"messages": current, **kwargs})
-                if result is not None and inspect.isawaitable(result):
-                    result = await impl.finish(hook, result)
+                arity = impl.arity
+                if arity == 1:
+                    result = impl.function(current)
+                elif arity == GENERAL:
+                    result = impl.general_call((current, *rest))
+                else:
+                    result = impl.function(current, *rest[: arity - 1])
+                if impl.is_async or (result is not None and inspect.isawaitable(result)):
+                    result = await result
                 if result is None:
                     continue
                 candidate = _as_tuple(result, hook, impl.plugin)
@@ -77,7 +98,10 @@ class Hooks:
                 problem = None if impl.trusted else transcript_problem(candidate, llm_only=llm_only)
                 if problem:
                     raise HookError(hook, impl.plugin, f"broke the transcript: {problem}")
-            except HookError as error:
+            except StopRun:
+                raise
+            except Exception as error:
+                error = _attributed(hook, impl, error)
                 await report(error, "skipped; its input was passed on unchanged")
                 continue
             current = candidate
@@ -87,30 +111,44 @@ class Hooks:
         self, messages: tuple[Any, ...], agent: Any, signal: AbortSignal, report: Report
     ) -> tuple[Any, ...]:
         """Chain ``transform_context``; a failing implementation is skipped."""
-        kwargs = {"agent": agent, "signal": signal}
-        return await self._chain_messages("transform_context", messages, kwargs, report)
+        return await self._chain_messages("transform_context", messages, (agent, signal), report)
 
     async def convert_to_llm(
-        self, messages: tuple[Any, ...], agent: Any, report: Report
+        self, messages: tuple[Any, ...], agent: Any, report: Report, *, sendable: bool = False
     ) -> tuple[Any, ...]:
-        """Chain ``convert_to_llm``; a failing implementation is skipped."""
-        return await self._chain_messages("convert_to_llm", messages, {"agent": agent}, report)
+        """Chain ``convert_to_llm``; a failing implementation is skipped.
+
+        ``sendable`` says the kernel knows ``messages`` holds LLM messages only, none of
+        them failed: the essential built-in converter would return them unchanged, so only
+        plugin converters are called.
+        """
+        if sendable and all(impl.trusted for impl in self.relay.implementations("convert_to_llm")):
+            return messages
+        return await self._chain_messages("convert_to_llm", messages, (agent,), report)
 
     async def count_tokens(
-        self, messages: tuple[Any, ...], model: Model, report: Report, fallback: int
+        self,
+        messages: tuple[Any, ...],
+        model: Model,
+        report: Report,
+        fallback: Callable[[tuple[Any, ...]], int],
     ) -> int:
-        """The first non-``None`` count; ``fallback`` when every implementation fails."""
+        """The first non-``None`` count; ``fallback(messages)`` when every one fails."""
+        args = (messages, model)
         for impl in self.relay.implementations("count_tokens"):
             try:
-                result = impl.call_sync("count_tokens", {"messages": messages, "model": model})
+                result = call_plain("count_tokens", impl, args)
                 if result is None:
                     continue
                 if isinstance(result, bool) or not isinstance(result, int):
                     raise HookError("count_tokens", impl.plugin, f"returned {result!r}")
                 return result
-            except HookError as error:
+            except StopRun:
+                raise
+            except Exception as error:
+                error = _attributed("count_tokens", impl, error)
                 await report(error, "ignored; the built-in estimate was used")
-        return fallback
+        return fallback(messages)
 
     async def compact(
         self,
@@ -121,17 +159,9 @@ class Hooks:
         signal: AbortSignal,
     ) -> CompactionResult | None:
         """The first non-``None`` result; raises :class:`HookError` on a failure."""
-        kwargs = {
-            "messages": messages,
-            "model": model,
-            "reason": reason,
-            "agent": agent,
-            "signal": signal,
-        }
+        args = (messages, model, reason, agent, signal)
         for impl in self.relay.implementations("compact"):
-            result = impl.call_sync("compact", kwargs)
-            if result is not None and inspect.isawaitable(result):
-                result = await impl.finish("compact", result)
+            result = await call_implementation("compact", impl, args)
             if result is None:
                 continue
             if not isinstance(result, CompactionResult):
@@ -147,13 +177,24 @@ class Hooks:
         self, call: ToolCall, args: Any, tool: Tool, agent: Any, signal: AbortSignal, report: Report
     ) -> GateDecision:
         """The first ``Block`` wins; a failing gate blocks (fail closed)."""
-        kwargs = {"call": call, "args": args, "tool": tool, "agent": agent, "signal": signal}
+        every = (call, args, tool, agent, signal)
         for impl in self.relay.implementations("before_tool_call"):
             try:
-                result = impl.call_sync("before_tool_call", kwargs)
-                if result is not None and inspect.isawaitable(result):
-                    result = await impl.finish("before_tool_call", result)
-            except HookError as error:
+                arity = impl.arity
+                if arity == 1:
+                    result = impl.function(call)
+                elif arity == 5:
+                    result = impl.function(call, args, tool, agent, signal)
+                elif arity == GENERAL:
+                    result = impl.general_call(every)
+                else:
+                    result = impl.function(*every[:arity])
+                if impl.is_async or (result is not None and inspect.isawaitable(result)):
+                    result = await result
+            except StopRun:
+                raise
+            except Exception as raised:
+                error = _attributed("before_tool_call", impl, raised)
                 await report(error, "call blocked (fail closed)")
                 return GateDecision(
                     True,
@@ -175,14 +216,24 @@ class Hooks:
         """Chain replacements; a failing filter turns the result into an error."""
         current = result
         for impl in self.relay.implementations("after_tool_result"):
-            kwargs = {"call": call, "result": current, "agent": agent, "signal": signal}
             try:
-                replacement = impl.call_sync("after_tool_result", kwargs)
-                if replacement is not None and inspect.isawaitable(replacement):
-                    replacement = await impl.finish("after_tool_result", replacement)
+                arity = impl.arity
+                if arity == 2:
+                    replacement = impl.function(call, current)
+                elif arity == 4:
+                    replacement = impl.function(call, current, agent, signal)
+                elif arity == GENERAL:
+                    replacement = impl.general_call((call, current, agent, signal))
+                else:
+                    replacement = impl.function(*(call, current, agent, signal)[:arity])
+                if impl.is_async or (replacement is not None and inspect.isawaitable(replacement)):
+                    replacement = await replacement
                 if replacement is not None and not isinstance(replacement, ToolResult):
                     raise HookError("after_tool_result", impl.plugin, f"returned {replacement!r}")
-            except HookError as error:
+            except StopRun:
+                raise
+            except Exception as raised:
+                error = _attributed("after_tool_result", impl, raised)
                 await report(error, "result withheld and replaced by an error (fail closed)")
                 return ToolResult.error(
                     f"The result of this call was withheld: the result filter "
@@ -192,38 +243,73 @@ class Hooks:
                 current = replacement
         return current
 
-    async def should_stop_after_turn(self, state: Any, agent: Any, signal: AbortSignal) -> bool:
-        """Any ``True`` stops; a failure raises :class:`HookError` (a run failure)."""
-        kwargs = {"state": state, "agent": agent, "signal": signal}
-        for impl in self.relay.implementations("should_stop_after_turn"):
-            stop = impl.call_sync("should_stop_after_turn", kwargs)
-            if stop is not None and inspect.isawaitable(stop):
-                stop = await impl.finish("should_stop_after_turn", stop)
+    async def should_stop_after_turn(
+        self, state: Callable[[], Any], agent: Any, signal: AbortSignal
+    ) -> bool:
+        """Any ``True`` stops; a failure raises :class:`HookError` (a run failure).
+
+        ``state`` makes the :class:`~mainspring.AgentState` snapshot, once, and only if
+        an implementation is called.
+        """
+        implementations = self.relay.implementations("should_stop_after_turn")
+        if not implementations:
+            return False
+        snapshot = state()
+        args = (snapshot, agent, signal)
+        for impl in implementations:
+            try:
+                arity = impl.arity
+                if arity == 1:
+                    stop = impl.function(snapshot)
+                elif arity == 3:
+                    stop = impl.function(snapshot, agent, signal)
+                elif arity == GENERAL:
+                    stop = impl.general_call(args)
+                else:
+                    stop = impl.function(*args[:arity])
+                if impl.is_async or (
+                    type(stop) is not bool and stop is not None and inspect.isawaitable(stop)
+                ):
+                    stop = await stop
+            except (StopRun, HookError):
+                raise
+            except Exception as error:
+                raise _attributed("should_stop_after_turn", impl, error) from error
             if stop:
                 return True
         return False
 
     async def on_event(self, event: Any, agent: Any, signal: AbortSignal) -> None:
-        """Every observer, in order; a failure raises :class:`HookError`."""
+        """Every observer, in order; a failure raises :class:`HookError`.
+
+        Every observer sees every event: a failing one does not starve those after it;
+        the first failure is raised once all have been called.
+        """
         implementations = self.relay.implementations("on_event")
         if not implementations:
             return
-        # the hottest hook: called for every event, so no coroutine per implementation
-        # every observer sees every event: a failing one does not starve those after it;
-        # the first failure is raised once all have been called
-        kwargs = {"event": event, "agent": agent, "signal": signal}
+        # the hottest hook (every event): no argument tuple, no coroutine for a def
         failure: Exception | None = None
         for impl in implementations:
             try:
-                result = impl.function(*[kwargs[name] for name in impl.argnames])
-                if result is not None and inspect.isawaitable(result):
+                arity = impl.arity
+                if arity == 1:
+                    result = impl.function(event)
+                elif arity == 3:
+                    result = impl.function(event, agent, signal)
+                elif arity == 2:
+                    result = impl.function(event, agent)
+                elif arity == GENERAL:
+                    result = impl.general_call((event, agent, signal))
+                else:
+                    result = impl.function()
+                if impl.is_async or (result is not None and inspect.isawaitable(result)):
                     await result
             except (StopRun, HookError) as error:
                 failure = failure or error
             except Exception as error:
                 if failure is None:
-                    failure = HookError("on_event", impl.plugin, error)
-                    failure.__cause__ = error
+                    failure = _attributed("on_event", impl, error)
         if failure is not None:
             raise failure
 
@@ -233,7 +319,7 @@ class Hooks:
 
         collected: list[tuple[str, Tool]] = []
         for impl in reversed(self.relay.implementations("register_tools")):
-            tools = impl.call_sync("register_tools", {"agent": agent})
+            tools = call_plain("register_tools", impl, (agent,))
             for item in _as_tuple(tools, "register_tools", impl.plugin) if tools else ():
                 if not isinstance(item, Tool):
                     raise HookError("register_tools", impl.plugin, f"returned {item!r}, not a Tool")
@@ -244,7 +330,7 @@ class Hooks:
         """Every plugin's providers, in registration order (later ones win by name)."""
         collected: list[tuple[str, Provider]] = []
         for impl in reversed(self.relay.implementations("register_providers")):
-            providers = impl.call_sync("register_providers", {"agent": agent})
+            providers = call_plain("register_providers", impl, (agent,))
             for item in (
                 _as_tuple(providers, "register_providers", impl.plugin) if providers else ()
             ):

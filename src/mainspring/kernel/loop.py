@@ -107,7 +107,7 @@ async def _turns(
         await run.end_turn()
         if run.signal.aborted:
             return "aborted", "Run aborted"
-        if await run.hooks.should_stop_after_turn(core.snapshot(), run.agent, run.signal):
+        if await run.hooks.should_stop_after_turn(core.snapshot, run.agent, run.signal):
             return "stopped_by_hook", "should_stop_after_turn returned True"
         if core.steering:
             source = core.steering

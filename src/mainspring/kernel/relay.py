@@ -2,63 +2,131 @@
 
 pluggy has no async hooks. The relay takes each hook's implementations in pluggy's call
 order (most recently registered first, ``tryfirst``/``trylast`` honoured; the kernel's
-essential fallbacks after everything else), calls them one
-at a time, awaits awaitable results, and applies the combining rule *after* awaiting, so a
-decisive result stops the calls: no later implementation is called and no coroutine is
-created for it. A failure is wrapped in :class:`~mainspring.HookError` naming the plugin;
-:class:`~mainspring.StopRun` passes through untouched.
+essential fallbacks after everything else), calls them one at a time, awaits awaitable
+results, and applies the combining rule *after* awaiting, so a decisive result stops the
+calls: no later implementation is called and no coroutine is created for it. A failure is
+wrapped in :class:`~mainspring.HookError` naming the plugin; :class:`~mainspring.StopRun`
+passes through untouched.
+
+Each hook's implementations are compiled once into a *call plan* (cached until a plugin
+is registered or unregistered): the kernel passes a hook's arguments positionally, in the
+order of its hookspec, and each :class:`Implementation` records how it takes them. An
+implementation that asks for a leading run of the spec's arguments (``def on_event(event)``
+or ``def on_event(event, agent, signal)``, the usual case) is called directly with those;
+any other selection goes through a slower, general path. So a no-op implementation costs
+one plain Python call, and an ``async def`` one a coroutine that is awaited at once.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, final
 
 import pluggy
 
 from ..errors import HookError, StopRun
 
-__all__ = ["HookRelay", "Implementation"]
+__all__ = ["GENERAL", "HookRelay", "Implementation", "call_implementation", "call_plain"]
+
+GENERAL = -1
+"""``Implementation.arity`` of one that does not take a leading run of the spec's arguments."""
 
 
 @final
 @dataclass(frozen=True, slots=True)
 class Implementation:
-    """One plugin's implementation of one hook."""
+    """One plugin's implementation of one hook, with how to pass it its arguments.
+
+    ``arity`` is how many leading spec arguments it takes, or :data:`GENERAL`, in which
+    case ``select`` picks its positional arguments from the spec-ordered tuple and
+    ``keywords`` names the ``(name, index)`` of the defaulted ones it also gets.
+    ``is_async`` says it is an ``async def`` (its result is a coroutine to await).
+    """
 
     plugin: str
     function: Callable[..., Any]
     argnames: tuple[str, ...]
     trusted: bool = False
     """The kernel's own fallback: its outputs need no invariant check."""
+    arity: int = 0
+    is_async: bool = False
+    select: tuple[int, ...] = ()
+    keywords: tuple[tuple[str, int], ...] = field(default=())
 
-    async def finish(self, hook: str, pending: Any) -> Any:
-        """Await what :meth:`call_sync` returned for an async implementation; wrap failures."""
-        try:
-            return await pending
-        except (StopRun, HookError):
-            raise
-        except Exception as error:
-            raise HookError(hook, self.plugin, error) from error
+    def general_call(self, args: tuple[Any, ...]) -> Any:
+        """Call through the general path (any selection and order of arguments)."""
+        positional = [args[index] for index in self.select]
+        if self.keywords:
+            return self.function(*positional, **{name: args[i] for name, i in self.keywords})
+        return self.function(*positional)
 
-    def call_sync(self, hook: str, kwargs: dict[str, Any]) -> Any:
-        """Call with the arguments it asks for; wrap failures.
+    def call(self, args: tuple[Any, ...]) -> Any:
+        """Call with the spec-ordered ``args``; the raw result (a coroutine if async)."""
+        if self.arity == GENERAL:
+            return self.general_call(args)
+        return self.function(*args[: self.arity])
 
-        An ``async def`` implementation returns its coroutine here: pass it to
-        :meth:`finish`. Plain functions thus cost no coroutine per call.
-        """
-        try:
-            return self.function(*[kwargs[name] for name in self.argnames])
-        except StopRun:
-            raise
-        except Exception as error:
-            raise HookError(hook, self.plugin, error) from error
+
+async def call_implementation(hook: str, impl: Implementation, args: tuple[Any, ...]) -> Any:
+    """Call ``impl`` with the spec-ordered ``args``, await its result, wrap a failure.
+
+    The general (not the hot) path: the kernel's per-event and per-call loops inline the
+    same steps. :class:`StopRun` and an already-attributed :class:`HookError` pass through.
+    """
+    try:
+        result = impl.call(args)
+        if impl.is_async or (result is not None and inspect.isawaitable(result)):
+            result = await result
+        return result
+    except (StopRun, HookError):
+        raise
+    except Exception as error:
+        raise HookError(hook, impl.plugin, error) from error
+
+
+def call_plain(hook: str, impl: Implementation, args: tuple[Any, ...]) -> Any:
+    """Call a synchronous hook's ``impl`` (``register_tools``, ``count_tokens``); wrap a failure."""
+    try:
+        return impl.call(args)
+    except (StopRun, HookError):
+        raise
+    except Exception as error:
+        raise HookError(hook, impl.plugin, error) from error
+
+
+def _compile(hookimpl: Any, spec_argnames: tuple[str, ...], trusted: bool) -> Implementation:
+    argnames = tuple(hookimpl.argnames)
+    kwargnames = tuple(name for name in hookimpl.kwargnames if name in spec_argnames)
+    positions = tuple(spec_argnames.index(name) for name in argnames)
+    select: tuple[int, ...] = ()
+    keywords: tuple[tuple[str, int], ...] = ()
+    if not kwargnames and positions == tuple(range(len(positions))):
+        arity = len(positions)
+    else:
+        arity = GENERAL
+        select = positions
+        keywords = tuple((name, spec_argnames.index(name)) for name in kwargnames)
+    return Implementation(
+        plugin=hookimpl.plugin_name,
+        function=hookimpl.function,
+        argnames=argnames,
+        trusted=trusted,
+        arity=arity,
+        is_async=inspect.iscoroutinefunction(hookimpl.function),
+        select=select,
+        keywords=keywords,
+    )
 
 
 @final
 class HookRelay:
-    """Ordered access to a plugin manager's implementations, cached until it changes."""
+    """Ordered, compiled access to a plugin manager's implementations.
+
+    The plan of each hook is cached until :meth:`invalidate` (the kernel calls it after
+    registering or unregistering a plugin).
+    """
 
     __slots__ = ("_cache", "_fallbacks", "_pm")
 
@@ -68,7 +136,7 @@ class HookRelay:
         self._cache: dict[str, tuple[Implementation, ...]] = {}
 
     def invalidate(self) -> None:
-        """Forget the cached order (call after registering or unregistering a plugin)."""
+        """Forget the compiled plans."""
         self._cache.clear()
 
     def implementations(self, hook: str) -> tuple[Implementation, ...]:
@@ -79,17 +147,13 @@ class HookRelay:
         caller = getattr(self._pm.hook, hook, None)
         found: list[Implementation] = []
         if caller is not None:
+            spec = caller.spec
+            spec_argnames = tuple(spec.argnames) if spec is not None else ()
             for impl in reversed(caller.get_hookimpls()):
                 if impl.hookwrapper or impl.wrapper:
                     continue
-                found.append(
-                    Implementation(
-                        impl.plugin_name,
-                        impl.function,
-                        tuple(impl.argnames),
-                        impl.plugin_name in self._fallbacks,
-                    )
-                )
+                names = spec_argnames or tuple(impl.argnames)
+                found.append(_compile(impl, names, impl.plugin_name in self._fallbacks))
         # the kernel's own fallbacks (the default converter, the token estimate, the
         # fallback compaction) answer only after every plugin, trylast ones included
         found.sort(key=lambda impl: impl.plugin in self._fallbacks)

@@ -57,19 +57,19 @@ def _describe(error: BaseException) -> str:
 async def prepare_messages(run: Run) -> tuple[Any, ...]:
     """The transcript through ``transform_context`` then ``convert_to_llm``."""
     hooks, report = run.hooks, run.report_hook_error
-    projected = await hooks.transform_context(
-        tuple(run.core.messages), run.agent, run.signal, report
-    )
-    return await hooks.convert_to_llm(projected, run.agent, report)
+    transcript = run.core.messages
+    snapshot = transcript.as_tuple()
+    projected = await hooks.transform_context(snapshot, run.agent, run.signal, report)
+    # untouched by any transform and known clean: the default converter would keep it as is
+    sendable = projected is snapshot and transcript.sendable()
+    return await hooks.convert_to_llm(projected, run.agent, report, sendable=sendable)
 
 
 async def count_tokens(run: Run, messages: tuple[Any, ...]) -> int:
     """The request's size per ``count_tokens`` (the built-in estimate if all fail)."""
     from ..plugins.tokens import estimate_tokens
 
-    return await run.hooks.count_tokens(
-        messages, run.model, run.report_hook_error, estimate_tokens(messages)
-    )
+    return await run.hooks.count_tokens(messages, run.model, run.report_hook_error, estimate_tokens)
 
 
 async def compact(run: Run, reason: str, tokens_before: int) -> bool:
@@ -82,7 +82,7 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
     run.abortable = True
     try:
         result = await run.hooks.compact(
-            tuple(run.core.messages), run.model, reason, run.agent, run.signal
+            run.core.messages.as_tuple(), run.model, reason, run.agent, run.signal
         )
     except HookError as failure:
         run.abortable = False
@@ -98,7 +98,7 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
     if result is None and error is None:
         error = "no compaction plugin produced a result"
     if result is not None:
-        run.core.messages[:] = list(result.messages)
+        run.core.messages.replace(result.messages)
         try:
             tokens_after = await count_tokens(run, await prepare_messages(run))
         except BaseException:

@@ -12,6 +12,7 @@ from .events import Phase
 if TYPE_CHECKING:
     from ..providers.base import Model, ThinkingLevel
     from ..tools import Tool
+    from .transcript import Transcript
 
 __all__ = ["AgentState", "Core"]
 
@@ -51,7 +52,7 @@ class AgentState:
 class Core:
     """The kernel's mutable state of one agent. Only the kernel writes it."""
 
-    messages: list[Any]
+    messages: Transcript
     tools: dict[str, Tool]
     system_prompt: str
     model: Model
@@ -74,7 +75,7 @@ class Core:
     def snapshot(self) -> AgentState:
         """A frozen copy of the current state."""
         return AgentState(
-            messages=tuple(self.messages),
+            messages=self.messages.as_tuple(),
             tools=tuple(self.tools.values()),
             system_prompt=self.system_prompt,
             model=self.model,

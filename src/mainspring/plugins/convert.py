@@ -14,7 +14,7 @@ from typing import Any
 from ..hookspecs import hookimpl
 from ..messages import AssistantMessage, CompactionSummary, ToolResultMessage, UserMessage
 
-__all__ = ["convert_to_llm", "render_summary"]
+__all__ = ["convert_to_llm", "is_sendable", "render_summary"]
 
 
 def render_summary(summary: CompactionSummary) -> UserMessage:
@@ -31,15 +31,19 @@ def render_summary(summary: CompactionSummary) -> UserMessage:
 _FAILED = frozenset({"error", "aborted"})
 
 
+def is_sendable(message: Any) -> bool:
+    """Whether this converter passes ``message`` to a provider as it is."""
+    kind = type(message)
+    if kind is UserMessage or kind is ToolResultMessage:
+        return True
+    return kind is AssistantMessage and message.stop_reason not in _FAILED
+
+
 def _first_to_convert(messages: tuple[Any, ...]) -> int | None:
     """The index of the first message that is not sendable as it is (one cheap pass)."""
     for index, message in enumerate(messages):
-        kind = type(message)
-        if kind is UserMessage or kind is ToolResultMessage:
-            continue
-        if kind is AssistantMessage and message.stop_reason not in _FAILED:
-            continue
-        return index
+        if not is_sendable(message):
+            return index
     return None
 
 
