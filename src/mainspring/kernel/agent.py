@@ -6,7 +6,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast, get_args
 
 from ..errors import AgentBusyError, HookError, PluginLoadError
 from ..messages import AssistantMessage, ToolResultMessage, UserMessage
@@ -29,6 +29,19 @@ Listener = Callable[[Any, AbortSignal], "Awaitable[None] | None"]
 """``listener(event, signal)``; an awaitable result is awaited before the run goes on."""
 
 DEFAULT_MODEL = "local:smollm2-135m"
+
+
+def _checked_prompt(system_prompt: Any) -> str:
+    if not isinstance(system_prompt, str):
+        raise TypeError(f"system_prompt must be a str, not {type(system_prompt).__name__}")
+    return system_prompt
+
+
+def _checked_thinking(level: Any) -> ThinkingLevel:
+    allowed = get_args(ThinkingLevel)
+    if level not in allowed:
+        raise ValueError(f"thinking_level must be one of {', '.join(allowed)}; got {level!r}")
+    return cast(ThinkingLevel, level)
 
 
 def _as_messages(value: str | Any | Sequence[Any]) -> list[Any]:
@@ -77,9 +90,9 @@ class Agent:
         self._core = Core(
             messages=Transcript(messages),
             tools=tool_map,
-            system_prompt=system_prompt,
+            system_prompt=_checked_prompt(system_prompt),
             model=self._resolve_model(model),
-            thinking_level=thinking_level,
+            thinking_level=_checked_thinking(thinking_level),
             file_locks=FileLocks(),
         )
         self._run: Run | None = None
@@ -238,11 +251,15 @@ class Agent:
         """
         if not callable(listener):
             raise TypeError(f"listener must be callable, got {listener!r}")
-        self._core.listeners.append(listener)
+        core = self._core
+        # a new tuple on every change: a run iterates the one it started each event with
+        core.listeners = (*core.listeners, listener)
 
         def unsubscribe() -> None:
-            if listener in self._core.listeners:
-                self._core.listeners.remove(listener)
+            listeners = list(core.listeners)
+            if listener in listeners:
+                listeners.remove(listener)
+                core.listeners = tuple(listeners)
 
         return unsubscribe
 
@@ -386,7 +403,9 @@ class Agent:
         """Change the agent for the next run (an active run keeps what it started with)."""
         core = self._core
         if system_prompt is not None:
-            core.system_prompt = system_prompt
+            core.system_prompt = _checked_prompt(system_prompt)
+        if thinking_level is not None:
+            _checked_thinking(thinking_level)
         if model is not None:
             resolved = self._resolve_model(model)
             self._provider_for(resolved)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias
 
@@ -17,6 +19,7 @@ from pydantic import BaseModel
 
 from ..messages import AssistantMessage, ToolResultMessage
 from ..tools import ToolResult
+from .stream import PartialMessage
 
 __all__ = [
     "AgentEnd",
@@ -40,6 +43,7 @@ __all__ = [
     "TurnStart",
     "event_to_dict",
     "event_to_json",
+    "message_update",
 ]
 
 Phase: TypeAlias = Literal["idle", "turn", "compaction", "retry"]
@@ -97,11 +101,35 @@ class MessageStart(_Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageUpdate(_Event):
-    """An assistant message grew by ``delta``; ``message`` is the partial message."""
+    """An assistant message grew by ``delta``; ``message`` is the partial message.
+
+    The kernel builds ``message`` the first time it is read (most listeners look only at
+    ``delta``); it is the same value whenever and however often it is read.
+    """
 
     type: ClassVar[str] = "message_update"
     message: AssistantMessage
     delta: Any
+
+
+def _lazy_field(cls: type[Any], name: str) -> Any:
+    """Turn field ``name`` of slotted ``cls`` into a property that builds a
+    :class:`~mainspring.kernel.stream.PartialMessage` on first read; return its slot."""
+    slot = cls.__dict__[name]
+
+    def read(self: Any) -> Any:
+        value = slot.__get__(self, cls)
+        if type(value) is PartialMessage:
+            value = value.build()
+            slot.__set__(self, value)
+        return value
+
+    setattr(cls, name, property(read, slot.__set__, doc=slot.__doc__))
+    _lazy_slots[cls, name] = slot
+    return slot
+
+
+_lazy_slots: dict[tuple[type[Any], str], Any] = {}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -226,6 +254,57 @@ Event: TypeAlias = (
 )
 
 
+_message_update_slot = _lazy_field(MessageUpdate, "message")
+
+_Builder: TypeAlias = Callable[[int, str, "int | None", dict[str, Any]], Any]
+
+
+def _slot(cls: type[Any], name: str) -> Any:
+    for klass in cls.__mro__:
+        # a field made lazy is a property now: its value lives in the original slot
+        lazy = _lazy_slots.get((klass, name))
+        if lazy is not None:
+            return lazy
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    raise AttributeError(name)  # pragma: no cover - every field of a slotted class has one
+
+
+def _builder(cls: type[Any]) -> _Builder:
+    """A constructor of event class ``cls`` for the kernel: ``(seq, run_id, turn, payload)``.
+
+    It sets the slots directly instead of going through the frozen dataclass ``__init__``
+    (the public constructor, which stays as it is): the kernel's payloads are its own,
+    already of the right types. A missing required field raises ``KeyError``.
+    """
+    fields = dataclasses.fields(cls)
+    set_seq, set_run_id, set_turn = (_slot(cls, name).__set__ for name in ("seq", "run_id", "turn"))
+    required = tuple(
+        (f.name, _slot(cls, f.name).__set__)
+        for f in fields[3:]
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+    optional = tuple(
+        (f.name, _slot(cls, f.name).__set__, f.default)
+        for f in fields[3:]
+        if f.default is not dataclasses.MISSING
+    )
+    new = object.__new__
+
+    def build(seq: int, run_id: str, turn: int | None, payload: dict[str, Any]) -> Any:
+        event = new(cls)
+        set_seq(event, seq)
+        set_run_id(event, run_id)
+        set_turn(event, turn)
+        for name, setter in required:
+            setter(event, payload[name])
+        for name, setter, default in optional:
+            setter(event, payload.get(name, default))
+        return event
+
+    return build
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
@@ -241,6 +320,29 @@ def _plain(value: Any) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return repr(value)
+
+
+BUILDERS: dict[type[Any], _Builder] = {cls: _builder(cls) for cls in typing.get_args(Event)}
+"""The kernel's constructor for each event class (see :func:`_builder`)."""
+
+
+def message_update(
+    seq: int, run_id: str, turn: int | None, message: PartialMessage | AssistantMessage, delta: Any
+) -> MessageUpdate:
+    """A ``message_update`` whose ``message`` is built when first read (the per-delta path)."""
+    event = _new(MessageUpdate)
+    _update_seq(event, seq)
+    _update_run_id(event, run_id)
+    _update_turn(event, turn)
+    _message_update_slot.__set__(event, message)
+    _update_delta(event, delta)
+    return event
+
+
+_new = object.__new__
+_update_seq, _update_run_id, _update_turn, _update_delta = (
+    _slot(MessageUpdate, name).__set__ for name in ("seq", "run_id", "turn", "delta")
+)
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import HookError
 from ..logs import get_logger
-from ..messages import AssistantMessage
+from ..messages import AssistantMessage, trusted_construct
 from ..providers.base import ModelRequest, ProviderError, StreamDone, StreamEvent
-from .events import CompactionEnd, CompactionStart, MessageEnd, MessageStart, MessageUpdate, Retry
+from .events import CompactionEnd, CompactionStart, MessageEnd, MessageStart, Retry, message_update
 from .stream import StreamAssembler
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ async def _stream(
     error text of a kept failure.
     """
     assembler = StreamAssembler(run.provider.name, run.model.id)
-    core, signal = run.core, run.signal
+    core, signal, run_id = run.core, run.signal, run.run_id
     started = False
     failure: BaseException | None = None
     if not signal.aborted:
@@ -193,12 +193,19 @@ async def _stream(
                 assembler.add(delta)
                 if isinstance(delta, StreamDone):
                     break
-                partial = assembler.partial()
-                core.streaming_message = partial
                 if not started:
                     started = True
-                    await run.emit(MessageStart, message=partial)
-                await run.emit(MessageUpdate, message=partial, delta=delta)
+                    first = assembler.partial()
+                    core.streaming_message = first
+                    await run.emit(MessageStart, message=first)
+                    update = message_update(run.next_seq(), run_id, core.turn, first, delta)
+                else:
+                    # the partial message is built only if someone reads it (from the
+                    # event or from the state, which share it)
+                    snapshot = assembler.snapshot()
+                    update = message_update(run.next_seq(), run_id, core.turn, snapshot, delta)
+                core.streaming = update
+                await run.deliver(update)
                 if signal.aborted:
                     break
         finally:
@@ -265,12 +272,16 @@ async def request_reply(run: Run) -> Reply:
                 compacted = True
                 if await compact(run, "threshold", tokens):
                     messages = await prepare_messages(run)
-        request = ModelRequest(
-            model=run.model,
-            system_prompt=run.system_prompt,
-            messages=messages,
-            tools=tuple(tool.spec for tool in run.tools.values()),
-            thinking_level=run.core.thinking_level,
+        # every field is already valid (the kernel's own values): no per-message check
+        request = trusted_construct(
+            ModelRequest,
+            {
+                "model": run.model,
+                "system_prompt": run.system_prompt,
+                "messages": messages,
+                "tools": tuple(tool.spec for tool in run.tools.values()),
+                "thinking_level": run.core.thinking_level,
+            },
         )
         note = f" (after {attempt} retr{'y' if attempt == 1 else 'ies'})" if attempt else ""
         reply, failure = await _stream(run, request, lambda f: not recoverable(f), note)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
 import structlog
@@ -20,6 +19,7 @@ from ..logs import get_logger
 from ..messages import AssistantMessage, ToolResultMessage
 from ..tools import ToolResult
 from .events import (
+    BUILDERS,
     CompactionEnd,
     HookErrorEvent,
     MessageEnd,
@@ -119,14 +119,27 @@ class Run:
 
     # -- emission ------------------------------------------------------------------------
 
-    async def emit(self, factory: Callable[..., Any], **payload: Any) -> None:
-        """Build the next event and deliver it to every listener, then ``on_event``."""
+    async def emit(self, factory: type[Any], **payload: Any) -> None:
+        """Build the next event of class ``factory`` and :meth:`deliver` it."""
         core = self.core
         core.seq += 1
-        event = factory(seq=core.seq, run_id=self.run_id, turn=core.turn, **payload)
+        await self.deliver(BUILDERS[factory](core.seq, self.run_id, core.turn, payload))
+
+    def next_seq(self) -> int:
+        """Take the next sequence number (for an event built by the caller)."""
+        core = self.core
+        core.seq += 1
+        return core.seq
+
+    async def deliver(self, event: Any) -> None:
+        """Deliver ``event`` to every listener, then to ``on_event``.
+
+        Every listener and observer sees every event, even after one of them failed; the
+        first failure is raised after all of them (unless the run is already failing).
+        """
         signal = self.signal
         failure: Exception | None = None
-        for listener in tuple(core.listeners):
+        for listener in self.core.listeners:
             try:
                 result = listener(event, signal)
                 if result is not None and inspect.isawaitable(result):
@@ -138,7 +151,6 @@ class Run:
                 if failure is None and not self.failing:
                     failure = ListenerError(listener, event.type, error)
                     failure.__cause__ = error
-        # every listener and observer sees every event, even after one of them failed
         try:
             await self.hooks.on_event(event, self.agent, signal)
         except HookError as error:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, cast, final
 
 from ..messages import AssistantMessage
-from .events import Phase
+from .events import MessageUpdate, Phase
 
 if TYPE_CHECKING:
     from ..providers.base import Model, ThinkingLevel
@@ -59,7 +59,10 @@ class Core:
     thinking_level: ThinkingLevel
     phase: Phase = "idle"
     is_streaming: bool = False
-    streaming_message: AssistantMessage | None = None
+    streaming: Any = None
+    """The message being streamed: an AssistantMessage, the ``message_update`` event whose
+    (lazily built) message it is, or None. Sharing the event means state and event hand
+    out the very same partial message."""
     pending_tool_calls: dict[str, None] = field(default_factory=dict)
     error_message: str | None = None
     steering: list[Any] = field(default_factory=list)
@@ -69,8 +72,20 @@ class Core:
     turn: int | None = None
     turns_completed: int = 0
     run_task: asyncio.Task[None] | None = None
-    listeners: list[Any] = field(default_factory=list)
+    listeners: tuple[Any, ...] = ()
     file_locks: Any = None
+
+    @property
+    def streaming_message(self) -> AssistantMessage | None:
+        """The message being streamed, built from its snapshot if need be."""
+        streaming = self.streaming
+        if type(streaming) is MessageUpdate:
+            streaming = self.streaming = streaming.message
+        return cast("AssistantMessage | None", streaming)
+
+    @streaming_message.setter
+    def streaming_message(self, message: AssistantMessage | None) -> None:
+        self.streaming = message
 
     def snapshot(self) -> AgentState:
         """A frozen copy of the current state."""

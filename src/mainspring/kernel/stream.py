@@ -35,7 +35,7 @@ from ..providers.base import (
     UsageReport,
 )
 
-__all__ = ["StreamAssembler"]
+__all__ = ["PartialMessage", "StreamAssembler"]
 
 
 @final
@@ -51,8 +51,55 @@ class _CallBuilder:
 
 
 @final
+class PartialMessage(tuple[Any, ...]):
+    """The message as it stood at one delta, not yet built: cheap to take, built on demand.
+
+    ``(assembler, prefix, tail_kind, tail_pieces, tail_count, tail_signature, usage)``:
+    the built blocks before an open text or thinking block, and that block as the first
+    ``tail_count`` of its pieces. Everything it refers to is immutable or append-only, so
+    :meth:`build` returns the same message whenever it is called.
+    """
+
+    __slots__ = ()
+
+    def build(self) -> AssistantMessage:
+        """The partial :class:`~mainspring.AssistantMessage` this snapshot stands for."""
+        assembler, prefix, kind, pieces, count, signature, usage = self
+        if kind is not None:
+            text = assembler.joined(pieces, count)
+            prefix = (*prefix, _build_text(kind, text, signature))
+        message: AssistantMessage = assembler.message(prefix, usage)
+        return message
+
+
+def _build_text(kind: str, text: str, signature: str | None) -> Any:
+    if kind == "text":
+        return trusted_construct(TextContent, {"type": "text", "text": text})
+    return trusted_construct(
+        ThinkingContent, {"type": "thinking", "thinking": text, "signature": signature}
+    )
+
+
+class _TextBlock:
+    """An open or closed text or thinking block: its pieces, joined on demand."""
+
+    __slots__ = ("kind", "pieces", "signature")
+
+    def __init__(self, kind: str, text: str, signature: str | None) -> None:
+        self.kind = kind
+        self.pieces = [text]
+        self.signature = signature
+
+
+@final
 class StreamAssembler:
-    """Turns a stream of deltas into partial and final assistant messages."""
+    """Turns a stream of deltas into partial and final assistant messages.
+
+    A text or thinking delta appends a piece to the last block (no string is copied);
+    the blocks before that one are built once each time one of them changes (a block
+    starts, a tool call ends). :meth:`snapshot` is thus O(1) per delta, and the text is
+    joined only when a partial message is actually built.
+    """
 
     __slots__ = (
         "_blocks",
@@ -60,6 +107,8 @@ class StreamAssembler:
         "_by_wire_id",
         "_calls",
         "_ids",
+        "_joined",
+        "_prefix",
         "_started",
         "argument_errors",
         "done",
@@ -71,10 +120,14 @@ class StreamAssembler:
     def __init__(self, provider: str, model: str) -> None:
         self.provider = provider
         self.model = model
-        # [kind, text so far, signature] for text and thinking, or a _CallBuilder
+        # _TextBlock for text and thinking, _CallBuilder for tool calls
         self._blocks: list[Any] = []
         # the content block last built for each block; None once it changed since
         self._built: list[Any] = []
+        # the built blocks before an open text block (None: rebuild before use)
+        self._prefix: tuple[Any, ...] | None = ()
+        # (pieces, count, text) of the longest text joined so far, to extend, not redo
+        self._joined: tuple[list[str], int, str] | None = None
         self._calls: list[_CallBuilder] = []
         self._by_wire_id: dict[str, _CallBuilder] = {}
         self._ids: set[str] = set()
@@ -85,10 +138,11 @@ class StreamAssembler:
 
     def add(self, delta: StreamEvent) -> None:
         """Fold one delta into the message."""
-        if isinstance(delta, TextDelta):
-            self._extend("text", delta.text, None)
-        elif isinstance(delta, ThinkingDelta):
-            self._extend("thinking", delta.text, delta.signature)
+        kind = type(delta)
+        if kind is TextDelta:
+            self._extend("text", delta.text, None)  # type: ignore[union-attr]
+        elif kind is ThinkingDelta:
+            self._extend("thinking", delta.text, delta.signature)  # type: ignore[union-attr]
         elif isinstance(delta, ToolCallStart):
             self._start_call(delta.id, delta.name)
         elif isinstance(delta, ToolCallDelta):
@@ -100,21 +154,30 @@ class StreamAssembler:
             if ended is not None:
                 self._parse(ended)
                 self._built[self._blocks.index(ended)] = None
+                self._prefix = None
         elif isinstance(delta, UsageReport):
             self.usage = delta.usage
         elif isinstance(delta, StreamDone):
             self.done = delta
+        elif isinstance(delta, TextDelta | ThinkingDelta):  # subclasses of the deltas
+            self._extend(
+                "text" if isinstance(delta, TextDelta) else "thinking",
+                delta.text,
+                getattr(delta, "signature", None),
+            )
 
     def _extend(self, kind: str, text: str, signature: str | None) -> None:
-        last = self._blocks[-1] if self._blocks else None
-        if isinstance(last, list) and last[0] == kind:
-            last[1] += text
+        blocks = self._blocks
+        last = blocks[-1] if blocks else None
+        if type(last) is _TextBlock and last.kind == kind:
+            last.pieces.append(text)
             if signature:
-                last[2] = signature
+                last.signature = signature
             self._built[-1] = None
         else:
-            self._blocks.append([kind, text, signature])
+            blocks.append(_TextBlock(kind, text, signature))
             self._built.append(None)
+            self._prefix = None
 
     def _start_call(self, wire_id: str, name: str) -> _CallBuilder:
         call_id = wire_id or f"call_{len(self._calls) + 1}"
@@ -129,6 +192,7 @@ class StreamAssembler:
         self._by_wire_id[wire_id] = builder
         self._blocks.append(builder)
         self._built.append(None)
+        self._prefix = None
         return builder
 
     def _parse(self, builder: _CallBuilder) -> None:
@@ -154,8 +218,22 @@ class StreamAssembler:
             return
         builder.parsed = value
 
-    @staticmethod
-    def _build(block: Any) -> Any:
+    def joined(self, pieces: list[str], count: int) -> str:
+        """The first ``count`` of ``pieces`` as one string (extending the last join)."""
+        cached = self._joined
+        if cached is not None and cached[0] is pieces:
+            if cached[1] == count:
+                return cached[2]
+            if cached[1] < count:
+                text = cached[2] + "".join(pieces[cached[1] : count])
+                self._joined = (pieces, count, text)
+                return text
+        text = "".join(pieces[:count])
+        if cached is None or cached[0] is not pieces or cached[1] < count:
+            self._joined = (pieces, count, text)
+        return text
+
+    def _build(self, block: Any) -> Any:
         if isinstance(block, _CallBuilder):
             return trusted_construct(
                 ToolCall,
@@ -166,36 +244,45 @@ class StreamAssembler:
                     "arguments": freeze(block.parsed or {}),
                 },
             )
-        if block[0] == "text":
-            return trusted_construct(TextContent, {"type": "text", "text": block[1]})
-        return trusted_construct(
-            ThinkingContent, {"type": "thinking", "thinking": block[1], "signature": block[2]}
-        )
+        pieces = block.pieces
+        return _build_text(block.kind, self.joined(pieces, len(pieces)), block.signature)
 
-    def _content(self, *, complete_calls_only: bool) -> tuple[Any, ...]:
-        if not complete_calls_only:
-            # only the blocks that changed since the last partial are rebuilt
-            built = self._built
-            for index, cached in enumerate(built):
-                if cached is None:
-                    built[index] = self._build(self._blocks[index])
-            return tuple(built)
-        return tuple(
-            self._build(block)
-            for block in self._blocks
-            if not (isinstance(block, _CallBuilder) and block.parsed is None)
-        )
+    def _content(self, upto: int) -> tuple[Any, ...]:
+        """The built blocks ``[:upto]``; only those that changed since last time are rebuilt."""
+        built, blocks = self._built, self._blocks
+        for index in range(upto):
+            if built[index] is None:
+                built[index] = self._build(blocks[index])
+        return tuple(built[:upto])
+
+    def snapshot(self) -> PartialMessage:
+        """The message so far, as a :class:`PartialMessage` (O(1) while text streams)."""
+        blocks = self._blocks
+        last = blocks[-1] if blocks else None
+        open_text = isinstance(last, _TextBlock)
+        prefix = self._prefix
+        if prefix is None:
+            prefix = self._prefix = self._content(len(blocks) - 1 if open_text else len(blocks))
+        if isinstance(last, _TextBlock):
+            return PartialMessage(
+                (self, prefix, last.kind, last.pieces, len(last.pieces), last.signature, self.usage)
+            )
+        return PartialMessage((self, prefix, None, None, 0, None, self.usage))
 
     def partial(self) -> AssistantMessage:
         """The message so far (tool calls still streaming have ``arguments={}``)."""
+        return self.snapshot().build()
+
+    def message(self, content: tuple[Any, ...], usage: Usage) -> AssistantMessage:
+        """A partial message of ``content`` (no checks: the kernel built every block)."""
         return trusted_construct(
             AssistantMessage,
             {
                 "role": "assistant",
-                "content": self._content(complete_calls_only=False),
+                "content": content,
                 "provider": self.provider,
                 "model": self.model,
-                "usage": self.usage,
+                "usage": usage,
                 "stop_reason": "stop",
                 "error_message": None,
                 "response_id": None,
@@ -207,7 +294,8 @@ class StreamAssembler:
         """The final message.
 
         A complete reply (``stop``/``length``/``tool_use``) parses every call still open.
-        A failed one (``error``/``aborted``) drops calls whose arguments never completed.
+        A failed one (``error``/``aborted``) drops every tool call: those that never
+        completed, and those that did but will not be executed.
         ``stop_reason`` is normalised: a reply with tool calls is ``tool_use`` unless it
         was cut by the length limit; ``tool_use`` without calls is ``stop``.
         """
@@ -215,7 +303,7 @@ class StreamAssembler:
         if not failed:
             for builder in self._calls:
                 self._parse(builder)
-        content = self._content(complete_calls_only=failed)
+        content = self._content(len(self._blocks))
         has_calls = any(isinstance(block, ToolCall) for block in content)
         if failed:
             content = tuple(block for block in content if not isinstance(block, ToolCall))

@@ -48,48 +48,58 @@ def _message_chars(message: Any) -> tuple[int, int]:
     return chars, images
 
 
-_sizes: dict[int, tuple[Any, int, int]] = {}
-"""Per-message (weakref, chars, images): messages are immutable, so their size is too."""
+_PER_MESSAGE_CHARS = 16
+"""Framing each message adds (role, separators), in characters."""
+
+_Entry = tuple[Any, int, int, int]
+"""(weakref, chars with framing, images, tokens its usage reports or 0)."""
+
+_entries: dict[int, _Entry] = {}
+"""Per message, by ``id``: messages are immutable, so their size is too. An entry is
+removed by its weakref's callback when the message dies, before its ``id`` can be reused."""
 
 
-def _forget(key: int) -> Any:
-    return lambda _ref: _sizes.pop(key, None)
+def _usage_tokens(message: Any) -> int:
+    if not isinstance(message, AssistantMessage):
+        return 0
+    usage = message.usage
+    return (
+        usage.input_tokens
+        + usage.output_tokens
+        + usage.cache_read_tokens
+        + usage.cache_write_tokens
+    )
 
 
-def _message_size(message: Any) -> tuple[int, int]:
+def _measure(message: Any) -> _Entry:
     key = id(message)
-    hit = _sizes.get(key)
-    if hit is not None:
-        return hit[1], hit[2]
     chars, images = _message_chars(message)
     try:
-        reference = weakref.ref(message, _forget(key))
-    except TypeError:  # not weak-referenceable: just don't cache it
-        return chars, images
-    _sizes[key] = (reference, chars, images)
-    return chars, images
+        reference = weakref.ref(message, lambda _ref: _entries.pop(key, None))
+    except TypeError:  # not weak-referenceable: measured, not cached
+        return (None, chars + _PER_MESSAGE_CHARS, images, _usage_tokens(message))
+    entry = (reference, chars + _PER_MESSAGE_CHARS, images, _usage_tokens(message))
+    _entries[key] = entry
+    return entry
 
 
 def estimate_tokens(messages: Sequence[Any]) -> int:
-    """Estimate the tokens of ``messages`` (see the module docstring)."""
-    start, base = 0, 0
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if isinstance(message, AssistantMessage) and message.usage.total_tokens:
-            usage = message.usage
-            base = (
-                usage.input_tokens
-                + usage.output_tokens
-                + usage.cache_read_tokens
-                + usage.cache_write_tokens
-            )
-            start = index + 1
+    """Estimate the tokens of ``messages`` (see the module docstring).
+
+    One backward pass that stops at the newest message reporting usage; each message's
+    size is measured once in its lifetime.
+    """
+    chars, images, base = 0, 0, 0
+    lookup = _entries.get
+    for message in reversed(messages):
+        entry = lookup(id(message))
+        if entry is None:
+            entry = _measure(message)
+        if entry[3]:
+            base = entry[3]
             break
-    chars, images = 0, 0
-    for message in messages[start:]:
-        more_chars, more_images = _message_size(message)
-        chars += more_chars + 16
-        images += more_images
+        chars += entry[1]
+        images += entry[2]
     return base + chars // 4 + images * IMAGE_TOKENS
 
 
