@@ -26,6 +26,7 @@ from .relay import (
 
 if TYPE_CHECKING:
     from ..messages import ToolCall
+    from ..plugins.tokens import RunningEstimate
     from ..providers.base import Model, Provider
     from ..tools import Tool
     from .signal import AbortSignal
@@ -132,10 +133,19 @@ class Hooks:
         model: Model,
         report: Report,
         fallback: Callable[[tuple[Any, ...]], int],
+        *,
+        known: RunningEstimate | None = None,
     ) -> int:
-        """The first non-``None`` count; ``fallback(messages)`` when every one fails."""
+        """The first non-``None`` count; ``fallback(messages)`` when every one fails.
+
+        ``known`` is the built-in estimate of ``messages`` kept by the kernel: when only
+        the built-in implementation is left to ask, its answer is taken from there.
+        """
+        implementations = self.relay.implementations("count_tokens")
+        if known is not None and all(impl.trusted for impl in implementations):
+            return known.tokens
         args = (messages, model)
-        for impl in self.relay.implementations("count_tokens"):
+        for impl in implementations:
             try:
                 result = call_plain("count_tokens", impl, args)
                 if result is None:

@@ -69,7 +69,12 @@ async def count_tokens(run: Run, messages: tuple[Any, ...]) -> int:
     """The request's size per ``count_tokens`` (the built-in estimate if all fail)."""
     from ..plugins.tokens import estimate_tokens
 
-    return await run.hooks.count_tokens(messages, run.model, run.report_hook_error, estimate_tokens)
+    transcript = run.core.messages
+    # the request is the transcript itself: the built-in estimate is already known
+    known = transcript.estimate if messages is transcript.as_tuple() else None
+    return await run.hooks.count_tokens(
+        messages, run.model, run.report_hook_error, estimate_tokens, known=known
+    )
 
 
 async def compact(run: Run, reason: str, tokens_before: int) -> bool:

@@ -2,11 +2,12 @@
 
 A run reads the whole transcript several times per turn (the request, the state
 snapshot, the default converter's check); the transcript only grows between those reads.
-So :class:`Transcript` keeps its tuple form until the next change, and knows how long its
-leading run of *sendable* messages is (user and tool-result messages, and assistant
-replies that completed: what the default ``convert_to_llm`` passes on unchanged),
-extending that knowledge only over messages appended since it last looked. Every change
-goes through :meth:`append`, :meth:`replace` or :meth:`clear`.
+So :class:`Transcript` keeps its tuple form until the next change, and knows whether all
+its messages are *sendable* (user and tool-result messages, and assistant replies that
+completed: what the default ``convert_to_llm`` passes on unchanged) by counting the ones
+that are not as they come in, and keeps the built-in token estimate current (a
+:class:`~mainspring.plugins.tokens.RunningEstimate`): each message is looked at once.
+Every change goes through :meth:`append`, :meth:`replace` or :meth:`clear`.
 """
 
 from __future__ import annotations
@@ -15,20 +16,24 @@ from collections.abc import Iterable, Iterator
 from typing import Any, final, overload
 
 from ..plugins.convert import is_sendable
+from ..plugins.tokens import RunningEstimate
 
 __all__ = ["Transcript"]
 
 
 @final
 class Transcript:
-    """A list of messages with a cached tuple and a known sendable prefix."""
+    """A list of messages with a cached tuple and a count of the unsendable ones."""
 
-    __slots__ = ("_checked", "_items", "_tuple")
+    __slots__ = ("_items", "_tuple", "_unsendable", "estimate")
 
     def __init__(self, messages: Iterable[Any] = ()) -> None:
-        self._items: list[Any] = list(messages)
+        self._items: list[Any] = []
         self._tuple: tuple[Any, ...] | None = None
-        self._checked = 0  # leading messages known to be sendable
+        self._unsendable = 0
+        self.estimate = RunningEstimate()
+        """The built-in estimate of the whole transcript."""
+        self.replace(messages)
 
     # -- changes ------------------------------------------------------------------------
 
@@ -36,12 +41,17 @@ class Transcript:
         """Add ``message`` at the end."""
         self._items.append(message)
         self._tuple = None
+        if not is_sendable(message):
+            self._unsendable += 1
+        self.estimate.add(message)
 
     def replace(self, messages: Iterable[Any]) -> None:
         """Make ``messages`` the whole transcript (compaction)."""
-        self._items = list(messages)
+        items = list(messages)
+        self._items = items
         self._tuple = None
-        self._checked = 0
+        self._unsendable = len(items) - sum(map(is_sendable, items))
+        self.estimate.reset(items)
 
     def clear(self) -> None:
         """Remove every message."""
@@ -58,12 +68,7 @@ class Transcript:
 
     def sendable(self) -> bool:
         """Whether every message is sendable as it is (see the module docstring)."""
-        items = self._items
-        checked = self._checked
-        while checked < len(items) and is_sendable(items[checked]):
-            checked += 1
-        self._checked = checked
-        return checked == len(items)
+        return self._unsendable == 0
 
     def __len__(self) -> int:
         return len(self._items)

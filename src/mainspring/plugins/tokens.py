@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, final
 
 from ..hookspecs import hookimpl
 from ..messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall
 
-__all__ = ["IMAGE_TOKENS", "count_tokens", "estimate_tokens"]
+__all__ = ["IMAGE_TOKENS", "RunningEstimate", "count_tokens", "estimate_tokens"]
 
 IMAGE_TOKENS = 1_200
 """The estimate for one image, whatever its size."""
@@ -60,15 +60,7 @@ removed by its weakref's callback when the message dies, before its ``id`` can b
 
 
 def _usage_tokens(message: Any) -> int:
-    if not isinstance(message, AssistantMessage):
-        return 0
-    usage = message.usage
-    return (
-        usage.input_tokens
-        + usage.output_tokens
-        + usage.cache_read_tokens
-        + usage.cache_write_tokens
-    )
+    return message.usage.total_tokens if isinstance(message, AssistantMessage) else 0
 
 
 def _measure(message: Any) -> _Entry:
@@ -83,24 +75,64 @@ def _measure(message: Any) -> _Entry:
     return entry
 
 
+def _entry(message: Any) -> _Entry:
+    entry = _entries.get(id(message))
+    return entry if entry is not None else _measure(message)
+
+
+@final
+class RunningEstimate:
+    """The built-in estimate of a transcript that grows, kept current message by message.
+
+    :meth:`add` is O(1); :meth:`reset` reads backwards only down to the newest message
+    that reported usage. ``tokens`` is what :func:`estimate_tokens` would return for the
+    messages seen.
+    """
+
+    __slots__ = ("_base", "_chars", "_images")
+
+    def __init__(self, messages: Sequence[Any] = ()) -> None:
+        self._base = self._chars = self._images = 0
+        if messages:
+            self.reset(messages)
+
+    def add(self, message: Any) -> None:
+        """Account for ``message``, appended after the others."""
+        _, chars, images, reported = _entry(message)
+        if reported:
+            self._base, self._chars, self._images = reported, 0, 0
+        else:
+            self._chars += chars
+            self._images += images
+
+    def reset(self, messages: Sequence[Any]) -> None:
+        """Start over with ``messages``."""
+        chars, images, base = 0, 0, 0
+        lookup = _entries.get
+        for message in reversed(messages):
+            entry = lookup(id(message))
+            if entry is None:
+                entry = _measure(message)
+            if entry[3]:
+                base = entry[3]
+                break
+            chars += entry[1]
+            images += entry[2]
+        self._base, self._chars, self._images = base, chars, images
+
+    @property
+    def tokens(self) -> int:
+        """The estimate, in tokens."""
+        return self._base + self._chars // 4 + self._images * IMAGE_TOKENS
+
+
 def estimate_tokens(messages: Sequence[Any]) -> int:
     """Estimate the tokens of ``messages`` (see the module docstring).
 
     One backward pass that stops at the newest message reporting usage; each message's
     size is measured once in its lifetime.
     """
-    chars, images, base = 0, 0, 0
-    lookup = _entries.get
-    for message in reversed(messages):
-        entry = lookup(id(message))
-        if entry is None:
-            entry = _measure(message)
-        if entry[3]:
-            base = entry[3]
-            break
-        chars += entry[1]
-        images += entry[2]
-    return base + chars // 4 + images * IMAGE_TOKENS
+    return RunningEstimate(messages).tokens
 
 
 @hookimpl(trylast=True)
