@@ -64,6 +64,29 @@ def _attributed(hook: str, impl: Implementation, error: Exception) -> HookError:
     return wrapped
 
 
+async def _observe_rest(
+    impl: Implementation,
+    pending: Any,
+    rest: tuple[Implementation, ...],
+    args: tuple[Any, ...],
+    failure: Exception | None,
+) -> None:
+    """Finish ``on_event``: await ``impl``'s ``pending`` result, then call ``rest``."""
+    try:
+        await pending
+    except (StopRun, HookError) as error:
+        failure = failure or error
+    except Exception as error:
+        failure = failure or _attributed("on_event", impl, error)
+    for later in rest:
+        try:
+            await call_implementation("on_event", later, args)
+        except (StopRun, HookError) as error:
+            failure = failure or error
+    if failure is not None:
+        raise failure
+
+
 @final
 class Hooks:
     """Calls every hook with its combining rule and failure semantics."""
@@ -74,18 +97,27 @@ class Hooks:
         self.relay = relay
 
     async def _chain_messages(
-        self, hook: str, messages: tuple[Any, ...], rest: tuple[Any, ...], report: Report
+        self,
+        hook: str,
+        messages: tuple[Any, ...],
+        rest: tuple[Any, ...],
+        report: Report,
+        sendable: bool = False,
     ) -> tuple[Any, ...]:
         current = messages
         implementations = self.relay.implementations(hook)
         last = len(implementations) - 1
         for index, impl in enumerate(implementations):
+            if sendable and impl.trusted and current is messages:
+                continue  # the built-in converter would hand these back unchanged
             try:
                 arity = impl.arity
                 if arity == 1:
                     result = impl.function(current)
                 elif arity == GENERAL:
                     result = impl.general_call((current, *rest))
+                elif arity == 0:
+                    result = impl.function()
                 else:
                     result = impl.function(current, *rest[: arity - 1])
                 if impl.is_async or (result is not None and inspect.isawaitable(result)):
@@ -120,12 +152,10 @@ class Hooks:
         """Chain ``convert_to_llm``; a failing implementation is skipped.
 
         ``sendable`` says the kernel knows ``messages`` holds LLM messages only, none of
-        them failed: the essential built-in converter would return them unchanged, so only
-        plugin converters are called.
+        them failed: the essential built-in converter would return them unchanged, so it
+        is not called as long as no plugin converter changed them.
         """
-        if sendable and all(impl.trusted for impl in self.relay.implementations("convert_to_llm")):
-            return messages
-        return await self._chain_messages("convert_to_llm", messages, (agent,), report)
+        return await self._chain_messages("convert_to_llm", messages, (agent,), report, sendable)
 
     async def count_tokens(
         self,
@@ -147,7 +177,10 @@ class Hooks:
         args = (messages, model)
         for impl in implementations:
             try:
-                result = call_plain("count_tokens", impl, args)
+                if impl.arity == 1:
+                    result = impl.function(messages)
+                else:
+                    result = call_plain("count_tokens", impl, args)
                 if result is None:
                     continue
                 if isinstance(result, bool) or not isinstance(result, int):
@@ -228,7 +261,9 @@ class Hooks:
         for impl in self.relay.implementations("after_tool_result"):
             try:
                 arity = impl.arity
-                if arity == 2:
+                if impl.single == 1:
+                    replacement = impl.function(current)
+                elif arity == 2:
                     replacement = impl.function(call, current)
                 elif arity == 4:
                     replacement = impl.function(call, current, agent, signal)
@@ -289,18 +324,18 @@ class Hooks:
                 return True
         return False
 
-    async def on_event(self, event: Any, agent: Any, signal: AbortSignal) -> None:
+    def on_event(self, event: Any, agent: Any, signal: AbortSignal) -> Awaitable[None] | None:
         """Every observer, in order; a failure raises :class:`HookError`.
 
-        Every observer sees every event: a failing one does not starve those after it;
-        the first failure is raised once all have been called.
+        Synchronous first, because this is the hottest hook (every event): observers
+        are called until one returns an awaitable; then the rest is returned as an
+        awaitable to await (``None`` when all finished at once, the usual case). Every
+        observer sees every event: a failing one does not starve those after it; the
+        first failure is raised once all have been called.
         """
         implementations = self.relay.implementations("on_event")
-        if not implementations:
-            return
-        # the hottest hook (every event): no argument tuple, no coroutine for a def
         failure: Exception | None = None
-        for impl in implementations:
+        for index, impl in enumerate(implementations):
             try:
                 arity = impl.arity
                 if arity == 1:
@@ -314,7 +349,8 @@ class Hooks:
                 else:
                     result = impl.function()
                 if impl.is_async or (result is not None and inspect.isawaitable(result)):
-                    await result
+                    rest = implementations[index + 1 :]
+                    return _observe_rest(impl, result, rest, (event, agent, signal), failure)
             except (StopRun, HookError) as error:
                 failure = failure or error
             except Exception as error:
@@ -322,6 +358,7 @@ class Hooks:
                     failure = _attributed("on_event", impl, error)
         if failure is not None:
             raise failure
+        return None
 
     def register_tools(self, agent: Any) -> list[tuple[str, Tool]]:
         """Every plugin's tools, with the plugin that gave each."""

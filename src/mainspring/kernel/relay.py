@@ -43,6 +43,7 @@ class Implementation:
     case ``select`` picks its positional arguments from the spec-ordered tuple and
     ``keywords`` names the ``(name, index)`` of the defaulted ones it also gets.
     ``is_async`` says it is an ``async def`` (its result is a coroutine to await).
+    ``single`` lets a hot loop call one that takes a single argument directly.
     """
 
     plugin: str
@@ -54,6 +55,8 @@ class Implementation:
     is_async: bool = False
     select: tuple[int, ...] = ()
     keywords: tuple[tuple[str, int], ...] = field(default=())
+    single: int = -1
+    """The spec index of its only argument when it takes exactly one, else -1."""
 
     def general_call(self, args: tuple[Any, ...]) -> Any:
         """Call through the general path (any selection and order of arguments)."""
@@ -117,6 +120,7 @@ def _compile(hookimpl: Any, spec_argnames: tuple[str, ...], trusted: bool) -> Im
         is_async=inspect.iscoroutinefunction(hookimpl.function),
         select=select,
         keywords=keywords,
+        single=positions[0] if len(positions) == 1 and not kwargnames else -1,
     )
 
 

@@ -152,7 +152,9 @@ class Run:
                     failure = ListenerError(listener, event.type, error)
                     failure.__cause__ = error
         try:
-            await self.hooks.on_event(event, self.agent, signal)
+            pending = self.hooks.on_event(event, self.agent, signal)
+            if pending is not None:
+                await pending
         except HookError as error:
             log.error(
                 "on_event_failed", event_type=event.type, plugin=error.plugin, error=str(error)

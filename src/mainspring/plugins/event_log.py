@@ -21,14 +21,13 @@ log = get_logger("mainspring.events")
 _stdlib = logging.getLogger("mainspring.events")
 
 
-def _enabled() -> bool:
-    return _stdlib.isEnabledFor(logging.DEBUG)
+_DEBUG = logging.DEBUG
 
 
 @hookimpl
 def on_event(event: Any) -> None:
     """Log ``event`` at debug level (free when debug logging is off)."""
-    if not _enabled():
+    if not _stdlib.isEnabledFor(_DEBUG):
         return
     fields: dict[str, Any] = {"seq": event.seq, "run_id": event.run_id, "turn": event.turn}
     call_id = getattr(event, "tool_call_id", None)
