@@ -20,6 +20,7 @@ from .relay import (
     GENERAL,
     HookRelay,
     Implementation,
+    PlanStep,
     call_implementation,
     call_plain,
 )
@@ -64,25 +65,49 @@ def _attributed(hook: str, impl: Implementation, error: Exception) -> HookError:
     return wrapped
 
 
+def _call_observer(impl: Implementation, event: Any, agent: Any, signal: AbortSignal) -> Any:
+    """Call one ``on_event`` implementation; its raw result (a coroutine if async)."""
+    arity = impl.arity
+    if arity == 1:
+        return impl.function(event)
+    if arity == 3:
+        return impl.function(event, agent, signal)
+    if arity == 2:
+        return impl.function(event, agent)
+    if arity == GENERAL:
+        return impl.general_call((event, agent, signal))
+    return impl.function()
+
+
 async def _observe_rest(
     impl: Implementation,
     pending: Any,
-    rest: tuple[Implementation, ...],
+    rest: tuple[PlanStep, ...],
     args: tuple[Any, ...],
     failure: Exception | None,
 ) -> None:
-    """Finish ``on_event``: await ``impl``'s ``pending`` result, then call ``rest``."""
+    """Finish ``on_event``: await ``impl``'s ``pending`` result, then run the ``rest``."""
     try:
         await pending
     except (StopRun, HookError) as error:
         failure = failure or error
     except Exception as error:
         failure = failure or _attributed("on_event", impl, error)
-    for later in rest:
+    event, agent, signal = args
+    for function, arity, is_async, _, later in rest:
         try:
-            await call_implementation("on_event", later, args)
+            if arity == 1:
+                result = function(event)
+            elif arity == 3:
+                result = function(event, agent, signal)
+            else:
+                result = _call_observer(later, event, agent, signal)
+            if is_async or (result is not None and inspect.isawaitable(result)):
+                await result
         except (StopRun, HookError) as error:
             failure = failure or error
+        except Exception as error:
+            failure = failure or _attributed("on_event", later, error)
     if failure is not None:
         raise failure
 
@@ -333,23 +358,18 @@ class Hooks:
         observer sees every event: a failing one does not starve those after it; the
         first failure is raised once all have been called.
         """
-        implementations = self.relay.implementations("on_event")
+        plan = self.relay.plan("on_event")
         failure: Exception | None = None
-        for index, impl in enumerate(implementations):
+        for function, arity, is_async, position, impl in plan:
             try:
-                arity = impl.arity
                 if arity == 1:
-                    result = impl.function(event)
+                    result = function(event)
                 elif arity == 3:
-                    result = impl.function(event, agent, signal)
-                elif arity == 2:
-                    result = impl.function(event, agent)
-                elif arity == GENERAL:
-                    result = impl.general_call((event, agent, signal))
+                    result = function(event, agent, signal)
                 else:
-                    result = impl.function()
-                if impl.is_async or (result is not None and inspect.isawaitable(result)):
-                    rest = implementations[index + 1 :]
+                    result = _call_observer(impl, event, agent, signal)
+                if is_async or (result is not None and inspect.isawaitable(result)):
+                    rest = plan[position + 1 :]
                     return _observe_rest(impl, result, rest, (event, agent, signal), failure)
             except (StopRun, HookError) as error:
                 failure = failure or error

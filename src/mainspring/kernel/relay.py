@@ -28,7 +28,14 @@ import pluggy
 
 from ..errors import HookError, StopRun
 
-__all__ = ["GENERAL", "HookRelay", "Implementation", "call_implementation", "call_plain"]
+__all__ = [
+    "GENERAL",
+    "HookRelay",
+    "Implementation",
+    "PlanStep",
+    "call_implementation",
+    "call_plain",
+]
 
 GENERAL = -1
 """``Implementation.arity`` of one that does not take a leading run of the spec's arguments."""
@@ -89,6 +96,10 @@ async def call_implementation(hook: str, impl: Implementation, args: tuple[Any, 
         raise HookError(hook, impl.plugin, error) from error
 
 
+PlanStep = tuple[Callable[..., Any], int, bool, int, Implementation]
+"""One step of :meth:`HookRelay.plan`."""
+
+
 def call_plain(hook: str, impl: Implementation, args: tuple[Any, ...]) -> Any:
     """Call a synchronous hook's ``impl`` (``register_tools``, ``count_tokens``); wrap a failure."""
     try:
@@ -132,16 +143,32 @@ class HookRelay:
     registering or unregistering a plugin).
     """
 
-    __slots__ = ("_cache", "_fallbacks", "_pm")
+    __slots__ = ("_cache", "_fallbacks", "_plans", "_pm")
 
     def __init__(self, pm: pluggy.PluginManager, fallbacks: frozenset[str] = frozenset()) -> None:
         self._pm = pm
         self._fallbacks = fallbacks
         self._cache: dict[str, tuple[Implementation, ...]] = {}
+        self._plans: dict[str, tuple[PlanStep, ...]] = {}
 
     def invalidate(self) -> None:
         """Forget the compiled plans."""
         self._cache.clear()
+        self._plans.clear()
+
+    def plan(self, hook: str) -> tuple[PlanStep, ...]:
+        """:meth:`implementations` as ``(function, arity, is_async, position, impl)`` tuples.
+
+        For the hottest loops: unpacking a tuple into locals is cheaper than reading the
+        same fields off an object, per implementation and call.
+        """
+        cached = self._plans.get(hook)
+        if cached is None:
+            cached = self._plans[hook] = tuple(
+                (impl.function, impl.arity, impl.is_async, position, impl)
+                for position, impl in enumerate(self.implementations(hook))
+            )
+        return cached
 
     def implementations(self, hook: str) -> tuple[Implementation, ...]:
         """The implementations of ``hook`` in call order."""
