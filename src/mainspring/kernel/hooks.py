@@ -366,6 +366,8 @@ class Hooks:
                     result = function(event)
                 elif arity == 3:
                     result = function(event, agent, signal)
+                elif arity == 2:
+                    result = function(event, agent)
                 else:
                     result = _call_observer(impl, event, agent, signal)
                 if is_async or (result is not None and inspect.isawaitable(result)):

@@ -176,11 +176,13 @@ async def _stream(
     failure: BaseException | None = None
     if not signal.aborted:
         iterator = aiter(run.provider.stream(request, signal))
+        next_delta = iterator.__anext__
+        turn = core.turn  # one request belongs to one turn
         try:
-            while not signal.aborted:
+            while True:  # leaves on the stream's end, a failure, or an abort
                 run.abortable = True
                 try:
-                    delta = await anext(iterator)
+                    delta = await next_delta()
                 except StopAsyncIteration:
                     break
                 except asyncio.CancelledError:
@@ -203,12 +205,13 @@ async def _stream(
                     first = assembler.partial()
                     core.streaming_message = first
                     await run.emit(MessageStart, message=first)
-                    update = message_update(run.next_seq(), run_id, core.turn, first, delta)
+                    core.seq += 1
+                    update = message_update(core.seq, run_id, turn, first, delta)
                 else:
                     # the partial message is built only if someone reads it (from the
                     # event or from the state, which share it)
-                    snapshot = assembler.snapshot()
-                    update = message_update(run.next_seq(), run_id, core.turn, snapshot, delta)
+                    core.seq += 1
+                    update = message_update(core.seq, run_id, turn, assembler.snapshot(), delta)
                 core.streaming = update
                 await run.deliver(update)
                 if signal.aborted:

@@ -125,12 +125,6 @@ class Run:
         core.seq += 1
         await self.deliver(BUILDERS[factory](core.seq, self.run_id, core.turn, payload))
 
-    def next_seq(self) -> int:
-        """Take the next sequence number (for an event built by the caller)."""
-        core = self.core
-        core.seq += 1
-        return core.seq
-
     async def deliver(self, event: Any) -> None:
         """Deliver ``event`` to every listener, then to ``on_event``.
 

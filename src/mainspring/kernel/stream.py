@@ -170,10 +170,11 @@ class StreamAssembler:
         blocks = self._blocks
         last = blocks[-1] if blocks else None
         if type(last) is _TextBlock and last.kind == kind:
+            # the open block is never cached in _built (snapshots build it from its
+            # pieces), so nothing is invalidated here
             last.pieces.append(text)
             if signature:
                 last.signature = signature
-            self._built[-1] = None
         else:
             blocks.append(_TextBlock(kind, text, signature))
             self._built.append(None)
