@@ -213,7 +213,9 @@ async def _stream(
                     core.seq += 1
                     update = message_update(core.seq, run_id, turn, assembler.snapshot(), delta)
                 core.streaming = update
-                await run.deliver(update)
+                pending = run.deliver(update)
+                if pending is not None:
+                    await pending
                 if signal.aborted:
                     break
         finally:

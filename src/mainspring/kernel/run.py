@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, final
 
 import structlog
@@ -123,44 +124,101 @@ class Run:
         """Build the next event of class ``factory`` and :meth:`deliver` it."""
         core = self.core
         core.seq += 1
-        await self.deliver(BUILDERS[factory](core.seq, self.run_id, core.turn, payload))
+        pending = self.deliver(BUILDERS[factory](core.seq, self.run_id, core.turn, payload))
+        if pending is not None:
+            await pending
 
-    async def deliver(self, event: Any) -> None:
+    def deliver(self, event: Any) -> Awaitable[None] | None:
         """Deliver ``event`` to every listener, then to ``on_event``.
 
-        Every listener and observer sees every event, even after one of them failed; the
-        first failure is raised after all of them (unless the run is already failing).
+        Synchronous until a listener or observer returns an awaitable: then the rest of
+        the delivery is returned as an awaitable, which the caller must await before it
+        goes on (``None`` when everything finished at once, the usual case). Every
+        listener and observer sees every event, even after one of them failed; the first
+        failure is raised after all of them (unless the run is already failing).
         """
         signal = self.signal
         failure: Exception | None = None
-        for listener in self.core.listeners:
+        listeners = self.core.listeners
+        for index, listener in enumerate(listeners):
             try:
                 result = listener(event, signal)
+            except Exception as error:
+                failure = self._listener_failed(listener, event, error, failure)
+                continue
+            if result is not None and inspect.isawaitable(result):
+                rest = listeners[index + 1 :]
+                return self._deliver_rest(event, listener, result, rest, failure)
+        return self._observe(event, failure)
+
+    async def _deliver_rest(
+        self,
+        event: Any,
+        listener: Any,
+        pending: Awaitable[Any],
+        rest: tuple[Any, ...],
+        failure: Exception | None,
+    ) -> None:
+        """The rest of :meth:`deliver` once ``listener`` returned an awaitable."""
+        try:
+            await pending
+        except Exception as error:
+            failure = self._listener_failed(listener, event, error, failure)
+        signal = self.signal
+        for later in rest:
+            try:
+                result = later(event, signal)
                 if result is not None and inspect.isawaitable(result):
                     await result
-            except asyncio.CancelledError:
-                raise
             except Exception as error:
-                log.error("listener_failed", event_type=event.type, error=repr(error))
-                if failure is None and not self.failing:
-                    failure = ListenerError(listener, event.type, error)
-                    failure.__cause__ = error
+                failure = self._listener_failed(later, event, error, failure)
+        observed = self._observe(event, failure)
+        if observed is not None:
+            await observed
+
+    def _listener_failed(
+        self, listener: Any, event: Any, error: Exception, failure: Exception | None
+    ) -> Exception | None:
+        log.error("listener_failed", event_type=event.type, error=repr(error))
+        if failure is None and not self.failing:
+            failure = ListenerError(listener, event.type, error)
+            failure.__cause__ = error
+        return failure
+
+    def _observe(self, event: Any, failure: Exception | None) -> Awaitable[None] | None:
+        """``on_event`` for ``event``; raises the first failure of the delivery."""
         try:
-            pending = self.hooks.on_event(event, self.agent, signal)
-            if pending is not None:
-                await pending
-        except HookError as error:
+            pending = self.hooks.on_event(event, self.agent, self.signal)
+        except (HookError, StopRun) as error:
+            failure = self._observer_failed(event, error, failure)
+            pending = None
+        if pending is not None:
+            return self._observe_rest(event, pending, failure)
+        if failure is not None:
+            raise failure
+        return None
+
+    async def _observe_rest(
+        self, event: Any, pending: Awaitable[None], failure: Exception | None
+    ) -> None:
+        try:
+            await pending
+        except (HookError, StopRun) as error:
+            failure = self._observer_failed(event, error, failure)
+        if failure is not None:
+            raise failure
+
+    def _observer_failed(
+        self, event: Any, error: HookError | StopRun, failure: Exception | None
+    ) -> Exception | None:
+        if isinstance(error, HookError):
             log.error(
                 "on_event_failed", event_type=event.type, plugin=error.plugin, error=str(error)
             )
-            if failure is None and not self.failing:
-                failure = error
-        except StopRun as stop:
-            # a deliberate stop while the run is already ending changes nothing
-            if failure is None and not self.failing:
-                failure = stop
-        if failure is not None:
-            raise failure
+        # a deliberate stop while the run is already ending changes nothing
+        if failure is None and not self.failing:
+            failure = error
+        return failure
 
     async def report_hook_error(self, error: HookError, outcome: str) -> None:
         """Emit ``hook_error`` for a failure the kernel contained."""
