@@ -427,3 +427,25 @@ async def test_failed_retry_attempt_that_streamed_is_not_kept_in_the_transcript(
     assert agent.state.messages[-1].text == "whole"
     assert recorder.of_type(TurnEnd)[0].message == streamed[1]
     assert recorder.of_type(AgentEnd)[0].reason == "stop"
+
+
+@pytest.mark.parametrize("prompt", [None, 3, b"bytes"])
+def test_a_system_prompt_that_is_not_text_is_refused_at_once(prompt: Any) -> None:
+    with pytest.raises(TypeError, match="system_prompt must be a str"):
+        Agent(model="faux:test", provider=FauxProvider([]), autoload=False, system_prompt=prompt)
+    agent = Agent(model="faux:test", provider=FauxProvider([]), autoload=False)
+    if prompt is None:  # configure(system_prompt=None) means "leave it as it is"
+        agent.configure(system_prompt=prompt)
+        assert agent.state.system_prompt == ""
+        return
+    with pytest.raises(TypeError, match="system_prompt must be a str"):
+        agent.configure(system_prompt=prompt)
+
+
+def test_an_unknown_thinking_level_is_refused_at_once() -> None:
+    with pytest.raises(ValueError, match="thinking_level must be one of off, minimal"):
+        Agent(model="faux:test", provider=FauxProvider([]), autoload=False, thinking_level="max")
+    agent = Agent(model="faux:test", provider=FauxProvider([]), autoload=False)
+    with pytest.raises(ValueError, match="got 'extreme'"):
+        agent.configure(thinking_level="extreme")  # type: ignore[arg-type]
+    assert agent.state.thinking_level == "off"

@@ -342,3 +342,30 @@ async def test_stop_run_from_convert_to_llm_is_a_deliberate_stop() -> None:
     assert provider.requests == []
     assert recorder.of_type("hook_error") == []
     assert agent.state.error_message is None
+
+
+class PassThrough:
+    """A context transform that hands back the very tuple it got."""
+
+    @hookimpl
+    def transform_context(self, messages: tuple[Any, ...]) -> tuple[Any, ...]:
+        return messages
+
+
+@pytest.mark.parametrize("plugins", [[], [PassThrough()]])
+async def test_a_failed_reply_of_an_earlier_run_is_never_sent(plugins: list[Any]) -> None:
+    provider = FauxProvider(
+        [faux.error("down", after=["partial words"]), faux.text("fine"), faux.text("again")]
+    )
+    agent = Agent(model="faux:test", provider=provider, plugins=plugins, autoload=False)
+    await agent.prompt("first")
+    assert agent.last_message.stop_reason == "error"
+    await agent.prompt("second")
+    await agent.prompt("third")
+    sent = [[m.role for m in request.messages] for request in provider.requests]
+    assert sent == [
+        ["user"],
+        ["user", "user"],  # the failed reply is in the transcript, not in the request
+        ["user", "user", "assistant", "user"],
+    ]
+    assert len(agent.state.messages) == 6
