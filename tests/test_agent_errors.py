@@ -268,6 +268,47 @@ async def test_listener_raising_on_agent_start_gets_a_turn_opened_for_the_error(
     assert end.reason == "error"
 
 
+@pytest.mark.parametrize("event_type", ["agent_start", "phase_change", "turn_start"])
+async def test_a_prompt_a_failure_kept_from_its_turn_is_kept_and_can_be_resumed(
+    event_type: str,
+) -> None:
+    agent, recorder = make_agent([faux.text("answered")])
+    unsubscribe = agent.subscribe(raising_listener(event_type, is_async=False))
+    await agent.prompt("the question")
+    check_event_grammar(recorder.events)
+    roles = [m.role for m in agent.state.messages]
+    assert roles == ["user", "assistant"], "the prompt is kept, before the error"
+    assert agent.state.messages[0].content == "the question"
+    assert agent.state.messages[1].stop_reason == "error"
+    assert recorder.of_type(AgentEnd)[0].messages == agent.state.messages
+
+    unsubscribe()
+    await agent.resume()  # re-sends the transcript up to the error: the question
+    assert agent.last_message.text == "answered"
+    assert agent.provider.requests[-1].messages[0].content == "the question"
+
+
+async def test_a_stop_before_the_first_turn_keeps_the_prompt() -> None:
+    from mainspring import StopRun, hookimpl
+
+    class StopAtOnce:
+        @hookimpl
+        def on_event(self, event: Any) -> None:
+            if event.type == "agent_start":
+                raise StopRun("not now")
+
+    provider = FauxProvider([faux.text("never requested")])
+    agent = Agent(model="faux:test", provider=provider, plugins=[StopAtOnce()], autoload=False)
+    recorder = EventRecorder()
+    agent.subscribe(recorder)
+    await agent.prompt("kept")
+    check_event_grammar(recorder.events)
+    (end,) = recorder.of_type(AgentEnd)
+    assert (end.reason, end.detail) == ("stopped_by_hook", "not now")
+    assert [m.role for m in agent.state.messages] == ["user"]
+    assert provider.requests == []
+
+
 async def test_listener_raising_on_turn_end_opens_a_second_turn_for_the_error() -> None:
     agent, recorder = make_agent([faux.text("hello")])
     agent.subscribe(raising_listener("turn_end", is_async=True))

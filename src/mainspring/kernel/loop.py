@@ -50,6 +50,8 @@ async def execute_run(
     detail: str | None
     # the run has its own task, so this binding is scoped to it (and its tool tasks)
     structlog.contextvars.bind_contextvars(run_id=run.run_id)
+    # the inputs count as undelivered until the first turn delivers them
+    run.undelivered = (list(inputs), None)
     try:
         await run.emit(AgentStart)
         await run.set_phase("turn")
@@ -132,21 +134,34 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def _requeue(run: Run) -> None:
-    """Put queued messages a failure kept from their turn back at the front of their queue."""
+async def _keep_undelivered(run: Run) -> None:
+    """Keep the input messages a failure kept from their turn.
+
+    Queued messages go back to the front of their queue. The run's own inputs (the
+    prompt) are delivered into the turn that carries the failure, opening it if need be,
+    so the transcript keeps them and ``resume()`` can send them again.
+    """
     if run.undelivered is None:
         return
     pending, queue = run.undelivered
     run.undelivered = None
-    if queue is not None and pending:
+    if not pending:
+        return
+    if queue is not None:
         queue[:0] = pending
+        return
+    if not run.turn_open:
+        await run.set_phase("turn")
+        await run.begin_turn()
+    while pending:
+        await run.add_message(pending.pop(0))
 
 
 async def _close_turn(run: Run, reason: str) -> None:
     """End an interrupted turn: settle its tool calls, close any open message."""
     try:
         await run.finish_open_message()
-        _requeue(run)
+        await _keep_undelivered(run)
         if run.turn_open:
             await run.leave_phase(reason)
             await _close_streaming(run, "aborted" if run.signal.aborted else "error", reason)
@@ -174,8 +189,8 @@ async def _fail(run: Run, stop_reason: str, text: str) -> None:
     """Carry a failure as an assistant message inside a turn (opening one if needed)."""
     try:
         await run.finish_open_message()
-        _requeue(run)
         await run.leave_phase(text)
+        await _keep_undelivered(run)
         if not run.turn_open:
             await run.begin_turn()
         message = await _close_streaming(run, stop_reason, text)
