@@ -130,22 +130,21 @@ class Hooks:
         sendable: bool = False,
     ) -> tuple[Any, ...]:
         current = messages
-        implementations = self.relay.implementations(hook)
-        last = len(implementations) - 1
-        for index, impl in enumerate(implementations):
+        plan = self.relay.plan(hook)
+        last = len(plan) - 1
+        for function, arity, is_async, index, impl in plan:
             if sendable and impl.trusted and current is messages:
                 continue  # the built-in converter would hand these back unchanged
             try:
-                arity = impl.arity
                 if arity == 1:
-                    result = impl.function(current)
+                    result = function(current)
                 elif arity == GENERAL:
                     result = impl.general_call((current, *rest))
                 elif arity == 0:
-                    result = impl.function()
+                    result = function()
                 else:
-                    result = impl.function(current, *rest[: arity - 1])
-                if impl.is_async or (result is not None and inspect.isawaitable(result)):
+                    result = function(current, *rest[: arity - 1])
+                if is_async or (result is not None and inspect.isawaitable(result)):
                     result = await result
                 if result is None:
                     continue
@@ -246,18 +245,17 @@ class Hooks:
     ) -> GateDecision:
         """The first ``Block`` wins; a failing gate blocks (fail closed)."""
         every = (call, args, tool, agent, signal)
-        for impl in self.relay.implementations("before_tool_call"):
+        for function, arity, is_async, _, impl in self.relay.plan("before_tool_call"):
             try:
-                arity = impl.arity
                 if arity == 1:
-                    result = impl.function(call)
+                    result = function(call)
                 elif arity == 5:
-                    result = impl.function(call, args, tool, agent, signal)
+                    result = function(call, args, tool, agent, signal)
                 elif arity == GENERAL:
                     result = impl.general_call(every)
                 else:
-                    result = impl.function(*every[:arity])
-                if impl.is_async or (result is not None and inspect.isawaitable(result)):
+                    result = function(*every[:arity])
+                if is_async or (result is not None and inspect.isawaitable(result)):
                     result = await result
             except StopRun:
                 raise
@@ -283,20 +281,19 @@ class Hooks:
     ) -> ToolResult:
         """Chain replacements; a failing filter turns the result into an error."""
         current = result
-        for impl in self.relay.implementations("after_tool_result"):
+        for function, arity, is_async, _, impl in self.relay.plan("after_tool_result"):
             try:
-                arity = impl.arity
                 if impl.single == 1:
-                    replacement = impl.function(current)
+                    replacement = function(current)
                 elif arity == 2:
-                    replacement = impl.function(call, current)
+                    replacement = function(call, current)
                 elif arity == 4:
-                    replacement = impl.function(call, current, agent, signal)
+                    replacement = function(call, current, agent, signal)
                 elif arity == GENERAL:
                     replacement = impl.general_call((call, current, agent, signal))
                 else:
-                    replacement = impl.function(*(call, current, agent, signal)[:arity])
-                if impl.is_async or (replacement is not None and inspect.isawaitable(replacement)):
+                    replacement = function(*(call, current, agent, signal)[:arity])
+                if is_async or (replacement is not None and inspect.isawaitable(replacement)):
                     replacement = await replacement
                 if replacement is not None and not isinstance(replacement, ToolResult):
                     raise HookError("after_tool_result", impl.plugin, f"returned {replacement!r}")
@@ -321,23 +318,22 @@ class Hooks:
         ``state`` makes the :class:`~mainspring.AgentState` snapshot, once, and only if
         an implementation is called.
         """
-        implementations = self.relay.implementations("should_stop_after_turn")
-        if not implementations:
+        plan = self.relay.plan("should_stop_after_turn")
+        if not plan:
             return False
         snapshot = state()
         args = (snapshot, agent, signal)
-        for impl in implementations:
+        for function, arity, is_async, _, impl in plan:
             try:
-                arity = impl.arity
                 if arity == 1:
-                    stop = impl.function(snapshot)
+                    stop = function(snapshot)
                 elif arity == 3:
-                    stop = impl.function(snapshot, agent, signal)
+                    stop = function(snapshot, agent, signal)
                 elif arity == GENERAL:
                     stop = impl.general_call(args)
                 else:
-                    stop = impl.function(*args[:arity])
-                if impl.is_async or (
+                    stop = function(*args[:arity])
+                if is_async or (
                     type(stop) is not bool and stop is not None and inspect.isawaitable(stop)
                 ):
                     stop = await stop
