@@ -28,6 +28,7 @@ ORDER = (
     "compact",
     "before_tool_call",
     "after_tool_result",
+    "filter_tool_update",
     "should_stop_after_turn",
     "on_event",
     "register_tools",
@@ -37,6 +38,9 @@ ORDER = (
 
 def render() -> str:
     """The reference as Markdown."""
+    missing = (hookspecs.SYNC_HOOKS | hookspecs.ASYNC_HOOKS) - set(ORDER)
+    if missing:
+        raise SystemExit(f"add {', '.join(sorted(missing))} to ORDER in {__file__}")
     parts = [HEADER]
     for name in ORDER:
         function = getattr(hookspecs, name)

@@ -38,6 +38,7 @@ def test_the_hookspecs_module_declares_the_hooks_of_the_design() -> None:
         "convert_to_llm",
         "before_tool_call",
         "after_tool_result",
+        "filter_tool_update",
         "should_stop_after_turn",
         "compact",
         "count_tokens",

@@ -20,7 +20,7 @@ from typing import Any
 import mainspring_policy_pack
 import pytest
 
-from mainspring import Agent, Settings, Tool, ToolResult, tool
+from mainspring import Agent, Settings, Tool, ToolContext, ToolResult, tool
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar
 
 PLUGIN = "mainspring-policy-pack"
@@ -115,9 +115,11 @@ def _stand_in_tools(executed: list[tuple[str, dict[str, Any]]]) -> list[Tool]:
         return "deployed"
 
     @tool
-    def echo(text: str, is_error: bool = False) -> ToolResult:
-        """Return the text, as a tool reading a file or a command's output would."""
+    def echo(text: str, ctx: ToolContext, is_error: bool = False) -> ToolResult:
+        """Return the text, as a tool reading a file or a command's output would (and
+        report it as progress first, as a streaming command would)."""
         executed.append(("echo", {"text": text}))
+        ctx.update({"line": text})
         return ToolResult(text, details={"echoed": text, "length": len(text)}, is_error=is_error)
 
     def sh_execute(args: dict[str, Any], ctx: Any) -> str:

@@ -68,6 +68,7 @@ def test_the_pack_registers_its_hooks_and_no_tools() -> None:
         "register_tools",
         "before_tool_call",
         "after_tool_result",
+        "filter_tool_update",
         "transform_context",
     }
     assert agent.state.tools == ()

@@ -61,6 +61,8 @@ async def test_secrets_in_tool_results_are_redacted(
     assert result.details == {"echoed": redacted, "length": len(text)}
     (end,) = run.recorder.of_type("tool_execution_end")
     assert end.result.text == redacted  # events never carry the secret either
+    (update,) = run.recorder.of_type("tool_execution_update")
+    assert update.partial_result == {"line": redacted}  # nor does the progress report
     # the model was sent the redacted result
     sent = [m for m in run.provider.requests[-1].messages if isinstance(m, ToolResultMessage)]
     assert [m.text for m in sent] == [redacted]
@@ -94,6 +96,8 @@ async def test_result_redaction_can_be_turned_off(policy_run: Any, policy_file: 
     run = await policy_run([faux.tool_call("echo", {"text": OPENAI}), faux.text("ok")], config)
 
     assert run.results()[0].text == OPENAI
+    (update,) = run.recorder.of_type("tool_execution_update")
+    assert update.partial_result == {"line": OPENAI}
 
 
 async def test_secrets_in_the_context_are_redacted_in_what_the_model_is_sent(

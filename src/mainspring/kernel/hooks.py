@@ -310,6 +310,28 @@ class Hooks:
                 current = replacement
         return current
 
+    async def filter_tool_update(
+        self, call: ToolCall, partial: Any, agent: Any, signal: AbortSignal, report: Report
+    ) -> tuple[bool, Any]:
+        """Chain replacements of a progress report: ``(keep, partial)``.
+
+        A failing filter withholds the update (fail closed): ``keep`` is ``False``.
+        """
+        current = partial
+        for impl in self.relay.implementations("filter_tool_update"):
+            try:
+                replacement = await call_implementation(
+                    "filter_tool_update", impl, (call, current, agent, signal)
+                )
+            except StopRun:
+                raise
+            except HookError as error:
+                await report(error, "update withheld (fail closed)")
+                return False, None
+            if replacement is not None:
+                current = replacement
+        return True, current
+
     async def should_stop_after_turn(
         self, state: Callable[[], Any], agent: Any, signal: AbortSignal
     ) -> bool:

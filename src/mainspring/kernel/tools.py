@@ -259,12 +259,7 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
             prepared = by_index[index]
             if not done:
                 if index in tasks:
-                    await run.emit(
-                        ToolExecutionUpdate,
-                        tool_call_id=prepared.call.id,
-                        tool_name=prepared.call.name,
-                        partial_result=value,
-                    )
+                    await _report_update(run, prepared.call, value)
                 continue
             tasks.pop(index)
             result = await run.hooks.after_tool_result(
@@ -285,6 +280,19 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
     for prepared in batch:
         if prepared.call.id not in run.batch_results:
             await _finish_call(run, prepared.call, ToolResult.error("Tool call aborted"))
+
+
+async def _report_update(run: Run, call: ToolCall, partial: Any) -> None:
+    """Emit a progress report of ``call``, through ``filter_tool_update`` if implemented."""
+    if run.hooks.relay.has("filter_tool_update"):
+        keep, partial = await run.hooks.filter_tool_update(
+            call, partial, run.agent, run.signal, run.report_hook_error
+        )
+        if not keep:
+            return
+    await run.emit(
+        ToolExecutionUpdate, tool_call_id=call.id, tool_name=call.name, partial_result=partial
+    )
 
 
 async def _stop_tasks(tasks: list[asyncio.Task[None]], grace_s: float) -> None:

@@ -12,7 +12,9 @@ Installed, it guards every agent with three things:
 3. **Secret redaction**: API-key shapes (``sk-...``, ``AKIA...``, ``ghp_...``,
    ``xox[bp]-...``), private key blocks, ``password=...`` and the like become
    ``[REDACTED:<kind>]`` in tool results (``after_tool_result``, so the transcript, events
-   and session files never hold them) and in what the model is sent
+   and session files never hold them), in a running tool's progress reports
+   (``filter_tool_update``, so ``tool_execution_update`` events don't either) and in what
+   the model is sent
    (``transform_context``).
 
 A refused call is blocked with a reason; the model sees it as an error tool result and the
@@ -76,6 +78,7 @@ __all__ = [
     "Redactor",
     "after_tool_result",
     "before_tool_call",
+    "filter_tool_update",
     "load_policy",
     "name",
     "path_problem",
@@ -142,6 +145,17 @@ def after_tool_result(result: ToolResult, agent: mainspring.Agent) -> ToolResult
     if not policy.redact_results:
         return None
     return redactor.result(result)
+
+
+@hookimpl(trylast=True)
+def filter_tool_update(partial: Any, agent: mainspring.Agent) -> Any | None:
+    """A running tool's progress report with its secrets redacted (``None`` if none), so
+    ``tool_execution_update`` events never carry what the final result would hide."""
+    policy, redactor = _policy(agent)
+    if not policy.redact_results:
+        return None
+    redacted = redactor.value(partial)
+    return None if redacted is partial else redacted
 
 
 @hookimpl(trylast=True)
