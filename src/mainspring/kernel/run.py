@@ -140,16 +140,26 @@ class Run:
         signal = self.signal
         failure: Exception | None = None
         listeners = self.core.listeners
-        for index, listener in enumerate(listeners):
+        index = 0
+        for listener in listeners:
+            index += 1
             try:
                 result = listener(event, signal)
             except Exception as error:
                 failure = self._listener_failed(listener, event, error, failure)
                 continue
             if result is not None and inspect.isawaitable(result):
-                rest = listeners[index + 1 :]
-                return self._deliver_rest(event, listener, result, rest, failure)
-        return self._observe(event, failure)
+                return self._deliver_rest(event, listener, result, listeners[index:], failure)
+        try:
+            pending = self.hooks.on_event(event, self.agent, signal)
+        except (HookError, StopRun) as error:
+            failure = self._observer_failed(event, error, failure)
+            pending = None
+        if pending is not None:
+            return self._observe_rest(event, pending, failure)
+        if failure is not None:
+            raise failure
+        return None
 
     async def _deliver_rest(
         self,
@@ -172,9 +182,14 @@ class Run:
                     await result
             except Exception as error:
                 failure = self._listener_failed(later, event, error, failure)
-        observed = self._observe(event, failure)
-        if observed is not None:
-            await observed
+        try:
+            observed = self.hooks.on_event(event, self.agent, signal)
+            if observed is not None:
+                await observed
+        except (HookError, StopRun) as error:
+            failure = self._observer_failed(event, error, failure)
+        if failure is not None:
+            raise failure
 
     def _listener_failed(
         self, listener: Any, event: Any, error: Exception, failure: Exception | None
@@ -184,19 +199,6 @@ class Run:
             failure = ListenerError(listener, event.type, error)
             failure.__cause__ = error
         return failure
-
-    def _observe(self, event: Any, failure: Exception | None) -> Awaitable[None] | None:
-        """``on_event`` for ``event``; raises the first failure of the delivery."""
-        try:
-            pending = self.hooks.on_event(event, self.agent, self.signal)
-        except (HookError, StopRun) as error:
-            failure = self._observer_failed(event, error, failure)
-            pending = None
-        if pending is not None:
-            return self._observe_rest(event, pending, failure)
-        if failure is not None:
-            raise failure
-        return None
 
     async def _observe_rest(
         self, event: Any, pending: Awaitable[None], failure: Exception | None
