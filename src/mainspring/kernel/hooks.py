@@ -94,9 +94,15 @@ async def _observe_rest(
     except Exception as error:
         failure = failure or _attributed("on_event", impl, error)
     event, agent, signal = args
-    for _, _, is_async, _, later in rest:
+    for function, arity, is_async, _, later in rest:
         try:
-            result = _call_observer(later, event, agent, signal)
+            # as in Hooks.on_event: async observers make this path hot too
+            if arity == 1:
+                result = function(event)
+            elif arity == 3:
+                result = function(event, agent, signal)
+            else:
+                result = _call_observer(later, event, agent, signal)
             if is_async or (result is not None and inspect.isawaitable(result)):
                 await result
         except (StopRun, HookError) as error:
