@@ -72,12 +72,15 @@ class ProviderSettings(_Section):
     """How to reach one provider; unset fields fall back to the provider's environment.
 
     ``api_key`` is a secret: it is never shown in reprs, logs or events.
+    ``request_timeout_s`` bounds one whole request to the provider, from connecting to the
+    end of its stream (``None``: no total deadline); ``timeout_s`` bounds each phase.
     """
 
     base_url: str | None = None
     api_key: SecretStr | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float | None = Field(default=None, gt=0)
+    request_timeout_s: float | None = Field(default=600.0, gt=0)
 
 
 class Settings(_Section):
