@@ -8,6 +8,8 @@ Decisions where the API leaves room:
   message says why the reply stopped); anything else → ``stop``.
 - The stream is complete at ``message_stop``, or at its end if a ``message_delta`` gave
   a stop reason; with neither, it raises a retryable "stream ended before completion".
+  A stream that completes without a ``message_start`` (e.g. ``message_stop`` alone)
+  raises a non-retryable error: the server sent no message at all.
   ``error`` events map like HTTP error bodies: ``overloaded_error``, ``api_error`` and
   ``rate_limit_error`` are retryable, "prompt is too long" is a context overflow.
 - ``content_block_stop`` may come late (all at the end) or never: every tool call still
@@ -60,7 +62,13 @@ from .base import (
     ToolCallStart,
     UsageReport,
 )
-from .http import HTTPProvider, TimeoutSpec, decode_event_json, error_from_payload
+from .http import (
+    DEFAULT_REQUEST_TIMEOUT_S,
+    HTTPProvider,
+    TimeoutSpec,
+    decode_event_json,
+    error_from_payload,
+)
 from .sse import SSEEvent
 
 __all__ = [
@@ -105,7 +113,7 @@ class AnthropicProvider(HTTPProvider):
     ``anthropic-version: 2023-06-01``. ``options`` are merged into the body (``None``
     removes a key), so ``options={"thinking": {...}}`` overrides the thinking budget.
     See :class:`~mainspring.providers.http.HTTPProvider` for ``timeout``,
-    ``transport`` and ``headers``; ``models`` is the catalogue.
+    ``request_timeout_s``, ``transport`` and ``headers``; ``models`` is the catalogue.
     """
 
     def __init__(
@@ -119,6 +127,7 @@ class AnthropicProvider(HTTPProvider):
         transport: httpx.AsyncBaseTransport | None = None,
         models: Mapping[str, Model] | Iterable[Model] | None = None,
         headers: Mapping[str, str] | None = None,
+        request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
     ) -> None:
         super().__init__(
             name=name,
@@ -129,6 +138,7 @@ class AnthropicProvider(HTTPProvider):
             transport=transport,
             models=models,
             headers=headers,
+            request_timeout_s=request_timeout_s,
         )
 
     def _auth_headers(self) -> dict[str, str]:
@@ -244,6 +254,7 @@ class _MessagesStream:
         self.stop_reason: str | None = None
         self.tools: dict[object, _ToolBlock] = {}
         self.usage: dict[str, int] = {}
+        self.started = False
         self.done = False
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
@@ -256,6 +267,7 @@ class _MessagesStream:
             raise error_from_payload(self.provider, error, secrets=self.secrets)
         out: list[StreamEvent] = []
         if kind == "message_start":
+            self.started = True
             message = _dict(payload.get("message"))
             if isinstance(message.get("id"), str):
                 self.response_id = message["id"]
@@ -338,6 +350,10 @@ class _MessagesStream:
             self._close(tool, out)
 
     def _complete(self) -> list[StreamEvent]:
+        if not self.started:
+            raise ProviderError(
+                f"{self.provider}: the stream ended without a message (no message_start)"
+            )
         out: list[StreamEvent] = []
         self._close_all(out)
         if self.stop_reason == "refusal":

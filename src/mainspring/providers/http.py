@@ -1,17 +1,20 @@
-"""Shared httpx plumbing for the HTTP providers: timeouts, errors, and an abortable SSE read.
+"""Shared httpx plumbing for the HTTP providers: timeouts, deadlines and an abortable SSE read.
 
-Every failure leaves here as a :class:`~mainspring.providers.base.ProviderError`:
+Every failure leaves here as a :class:`~mainspring.providers.base.ProviderError` (the
+mapping of statuses, error bodies and transport failures lives in
+:mod:`~mainspring.providers.errors`; its public names are importable from here too):
 
-- HTTP status: 408, 409, 425, 429 and 5xx are retryable; every other non-2xx status
-  (400, 401, 403, 404, 422, ...) is not. ``retry_after`` comes from ``retry-after-ms``
-  or ``Retry-After`` (seconds or an HTTP date). A body naming an exhausted quota
-  (``insufficient_quota``) is never retryable.
-- Context overflow: an error whose text or code says the prompt does not fit (see
-  :func:`is_context_overflow`) gets ``context_overflow=True`` and is not retryable.
-- Transport errors (connect, read, write, pool timeouts, refused or reset connections,
-  protocol errors) are retryable; a malformed URL or unsupported scheme is not.
 - A server that stops sending is cut off after ``timeout.read`` seconds without a byte,
   enforced here per chunk (so it holds for any transport, mocks included).
+- A whole request, from connecting to the last byte of the stream, is cut off after
+  ``request_timeout_s`` seconds (default :data:`DEFAULT_REQUEST_TIMEOUT_S`; ``None``:
+  no total deadline), so a server that trickles bytes or sends only keep-alive comments
+  cannot hold a request open forever. That error is retryable, like the other timeouts:
+  ``retry.max_attempts`` bounds how often the kernel tries again.
+- A successful response must be ``text/event-stream``: any other content type (an HTML
+  page from a wrong base URL, a login portal, a proxy) is a non-retryable error naming
+  the content type and the URL; a JSON error object sent with status 200 is mapped like
+  an error body.
 
 Secrets never reach a message or a repr: the API key and credential-like header values
 are replaced by ``***`` in every error text built here.
@@ -22,21 +25,28 @@ from __future__ import annotations
 import asyncio
 import enum
 import json
-import math
-import re
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import aclosing
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any, Protocol, TypeAlias
 
 import httpx
 
 from ..kernel.signal import AbortSignal
 from .base import Model, ModelRequest, ProviderError, StreamEvent
+from .errors import (
+    SECRET_HEADER,
+    decode_event_json,
+    error_from_payload,
+    error_from_status,
+    error_from_transport,
+    is_context_overflow,
+    parse_retry_after,
+    redact,
+)
 from .sse import SSEError, SSEEvent, SSEParser
 
 __all__ = [
+    "DEFAULT_REQUEST_TIMEOUT_S",
     "DEFAULT_TIMEOUT",
     "HTTPProvider",
     "TimeoutSpec",
@@ -46,6 +56,7 @@ __all__ = [
     "error_from_transport",
     "is_context_overflow",
     "parse_retry_after",
+    "redact",
     "resolve_timeout",
 ]
 
@@ -55,30 +66,11 @@ DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=60.0, pool=10.0)
 TimeoutSpec: TypeAlias = httpx.Timeout | float | Mapping[str, float | None] | None
 """An ``httpx.Timeout``, one number for all four phases, or a dict of the phases to change."""
 
+DEFAULT_REQUEST_TIMEOUT_S = 600.0
+"""Seconds a whole request may take, stream included, unless a provider is told otherwise."""
+
 MAX_ERROR_BODY_BYTES = 64 * 1024
 _QUEUE_SIZE = 256
-_RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
-_RETRYABLE_ERROR_TYPES = frozenset(
-    {
-        "api_error",
-        "overloaded_error",
-        "rate_limit_error",
-        "rate_limit_exceeded",
-        "server_error",
-        "service_unavailable",
-        "timeout_error",
-        "unavailable_error",
-    }
-)
-_FATAL_ERROR_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
-_CONTEXT_OVERFLOW = re.compile(
-    r"context_length_exceeded|context[_ ]window[_ ]exceeded|exceed_context_size"
-    r"|maximum context length|prompt is too long|prompt too long|input is too long"
-    r"|reduce the length of the messages"
-    r"|exceed(?:s|ed|ing)?\s+(?:the\s+)?(?:available\s+|maximum\s+|model'?s?\s+)?context",
-    re.IGNORECASE,
-)
-_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie", re.IGNORECASE)
 
 
 def resolve_timeout(value: TimeoutSpec) -> httpx.Timeout:
@@ -99,177 +91,6 @@ def resolve_timeout(value: TimeoutSpec) -> httpx.Timeout:
         raise ValueError(f"unknown timeout phase(s): {sorted(unknown)}")
     phases.update(value)
     return httpx.Timeout(**phases)
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
-    """The server's retry hint in seconds, or ``None``.
-
-    ``retry-after-ms`` wins over ``Retry-After``; the latter may be seconds or an HTTP
-    date (a date in the past gives ``0``). Unparseable or negative values are ignored.
-    """
-    millis = _non_negative(headers.get("retry-after-ms"))
-    if millis is not None:
-        return millis / 1000
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    seconds = _non_negative(value)
-    if seconds is not None:
-        return seconds
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
-def _non_negative(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value.strip())
-    except ValueError:
-        return None
-    return number if math.isfinite(number) and number >= 0 else None
-
-
-def is_context_overflow(*texts: object) -> bool:
-    """Whether any of ``texts`` (messages, error codes, types) says the prompt is too long."""
-    return any(isinstance(text, str) and _CONTEXT_OVERFLOW.search(text) for text in texts)
-
-
-def error_from_payload(
-    provider: str,
-    error: object,
-    *,
-    status_code: int | None = None,
-    retry_after: float | None = None,
-    secrets: Iterable[str] = (),
-) -> ProviderError:
-    """Map an error object (``{"type", "code", "message"}``, or a string) to an error.
-
-    Used for HTTP error bodies and for errors a server sends inside a 200 stream; an
-    integer ``code`` stands in for a missing ``status_code`` (llama.cpp does this).
-    """
-    message, kind, code = _describe(error)
-    if status_code is None and isinstance(code, int) and 100 <= code <= 599:
-        status_code = code
-    overflow = is_context_overflow(message, kind, code)
-    retryable = (
-        not overflow
-        and code not in _FATAL_ERROR_CODES
-        and (
-            (status_code is not None and _status_retryable(status_code))
-            or kind in _RETRYABLE_ERROR_TYPES
-            or code in _RETRYABLE_ERROR_TYPES
-        )
-    )
-    label = kind if isinstance(kind, str) and kind else code if isinstance(code, str) else None
-    prefix = f"HTTP {status_code}" if status_code is not None else "error"
-    if label:
-        prefix += f" ({label})"
-    text = _truncate(redact(message or "no error message", secrets))
-    return ProviderError(
-        f"{provider}: {prefix}: {text}",
-        retryable=retryable,
-        status_code=status_code,
-        retry_after=retry_after,
-        context_overflow=overflow,
-    )
-
-
-def _describe(error: object) -> tuple[str, object, object]:
-    if isinstance(error, Mapping):
-        inner = error.get("error")
-        if isinstance(inner, Mapping):
-            return _describe(inner)
-        if isinstance(inner, str):
-            return inner, error.get("type"), error.get("code")
-        message = error.get("message") or error.get("detail") or ""
-        return str(message), error.get("type"), error.get("code")
-    return (str(error) if error is not None else ""), None, None
-
-
-def _status_retryable(status: int) -> bool:
-    return status in _RETRYABLE_STATUS or status >= 500
-
-
-def error_from_status(
-    provider: str, status: int, headers: Mapping[str, str], body: str, secrets: Iterable[str] = ()
-) -> ProviderError:
-    """Map a non-2xx response with (the first part of) its ``body`` to an error."""
-    try:
-        payload: object = json.loads(body)
-    except ValueError:
-        payload = body.strip() or httpx.codes.get_reason_phrase(status)
-    error = error_from_payload(
-        provider,
-        payload,
-        status_code=status,
-        retry_after=parse_retry_after(headers),
-        secrets=secrets,
-    )
-    if not error.context_overflow and is_context_overflow(body):
-        error.context_overflow, error.retryable = True, False
-    return error
-
-
-def error_from_transport(
-    provider: str, exc: httpx.HTTPError | httpx.InvalidURL, secrets: Iterable[str] = ()
-) -> ProviderError:
-    """Wrap a transport failure; everything but a bad URL or protocol is retryable."""
-    kinds: list[tuple[type[Exception], str]] = [
-        (httpx.ConnectTimeout, "connect timeout"),
-        (httpx.ReadTimeout, "read timeout"),
-        (httpx.WriteTimeout, "write timeout"),
-        (httpx.PoolTimeout, "connection pool timeout"),
-        (httpx.ConnectError, "connection failed"),
-        (httpx.RemoteProtocolError, "connection broken"),
-        (httpx.NetworkError, "network error"),
-    ]
-    kind = next((label for cls, label in kinds if isinstance(exc, cls)), "transport error")
-    fatal = (httpx.InvalidURL, httpx.UnsupportedProtocol, httpx.LocalProtocolError)
-    detail = redact(str(exc), secrets) or type(exc).__name__
-    return ProviderError(
-        f"{provider}: {kind}: {_truncate(detail)}", retryable=not isinstance(exc, fatal)
-    )
-
-
-def decode_event_json(provider: str, event: SSEEvent) -> dict[str, Any]:
-    """The JSON object in ``event.data``, or a :class:`ProviderError`.
-
-    Data that does not parse is "stream ended before completion" (retryable) when the
-    event was cut off by the end of the stream, and "invalid JSON" (not retryable) when
-    the server sent it whole.
-    """
-    try:
-        payload = json.loads(event.data)
-    except ValueError:
-        snippet = _truncate(event.data, 200)
-        if not event.complete:
-            raise ProviderError(
-                f"{provider}: stream ended before completion (cut mid-event)", retryable=True
-            ) from None
-        raise ProviderError(f"{provider}: invalid JSON in stream: {snippet!r}") from None
-    if not isinstance(payload, dict):
-        raise ProviderError(
-            f"{provider}: unexpected stream payload: {_truncate(event.data, 200)!r}"
-        )
-    return payload
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret of four or more characters replaced by ``***``."""
-    for secret in secrets:
-        if len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
-
-
-def _truncate(text: str, limit: int = 1000) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 class _Marker(enum.Enum):
@@ -312,6 +133,11 @@ class HTTPProvider:
     ``httpx.AsyncHTTPTransport``, to reuse connections; its owner closes it).
     ``options`` are merged into every request body (a ``None`` value removes a key);
     ``headers`` are added to every request, after the provider's own.
+
+    ``timeout`` bounds each phase (connect, write, pool, and ``read``: the longest
+    silence between two chunks); ``request_timeout_s`` bounds the whole request, from
+    connecting to the end of the stream (``None``: no total deadline). When it expires the
+    stream raises a retryable :class:`ProviderError` naming the URL and the deadline.
     """
 
     def __init__(
@@ -325,11 +151,15 @@ class HTTPProvider:
         transport: httpx.AsyncBaseTransport | None,
         models: Mapping[str, Model] | Iterable[Model] | None,
         headers: Mapping[str, str] | None,
+        request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
     ) -> None:
+        if request_timeout_s is not None and not request_timeout_s > 0:
+            raise ValueError(f"request_timeout_s must be positive or None, got {request_timeout_s}")
         self.name = name
         self.base_url = base_url.rstrip("/")
         self.options: dict[str, Any] = dict(options or {})
         self.timeout = resolve_timeout(timeout)
+        self.request_timeout_s = request_timeout_s
         self.models: dict[str, Model] = _catalogue(models)
         self._api_key = api_key or None
         self._extra_headers = dict(headers or {})
@@ -375,7 +205,7 @@ class HTTPProvider:
 
     def _secrets(self) -> list[str]:
         secrets = [self._api_key] if self._api_key else []
-        secrets += [v for k, v in self._extra_headers.items() if _SECRET_HEADER.search(k)]
+        secrets += [v for k, v in self._extra_headers.items() if SECRET_HEADER.search(k)]
         return secrets
 
     def _body(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -432,19 +262,30 @@ class HTTPProvider:
         queue: asyncio.Queue[_Item],
     ) -> None:
         item: _Item = _Marker.END
+        total = asyncio.timeout(self.request_timeout_s)  # one timer for the whole request
         try:
-            await self._exchange(url, headers, body, queue)
+            async with total:
+                await self._exchange(url, headers, body, queue)
         except ProviderError as exc:
             item = exc
         except SSEError as exc:
             item = ProviderError(f"{self.name}: {exc}")
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            item = error_from_transport(self.name, exc, self._secrets())
+            item = error_from_transport(self.name, exc, self._secrets(), url=url)
         except TimeoutError:
-            item = ProviderError(
-                f"{self.name}: read timeout: no data from the server for {self.timeout.read}s",
-                retryable=True,
-            )
+            if total.expired():
+                item = ProviderError(
+                    f"{self.name}: the request to {self._redacted(url)} took longer than "
+                    f"{self.request_timeout_s:g} s in all (request_timeout_s); the server "
+                    "kept the connection open without finishing its reply",
+                    retryable=True,
+                )
+            else:
+                item = ProviderError(
+                    f"{self.name}: read timeout: no data from {self._redacted(url)} "
+                    f"for {self.timeout.read}s",
+                    retryable=True,
+                )
         except Exception as exc:  # a bug: handed to the consumer unchanged
             item = exc
         await queue.put(item)
@@ -462,7 +303,7 @@ class HTTPProvider:
             async with asyncio.timeout(first_byte) as deadline:
                 async with client.stream("POST", url, headers=headers, json=body) as response:
                     deadline.reschedule(None)
-                    await self._check(response)
+                    await self._check(url, response)
                     parser = SSEParser()
                     chunks = response.aiter_bytes()
                     while True:
@@ -476,10 +317,23 @@ class HTTPProvider:
                     for event in parser.close():
                         await queue.put(event)
 
-    async def _check(self, response: httpx.Response) -> None:
+    def _redacted(self, url: str) -> str:
+        return redact(url, self._secrets())
+
+    async def _check(self, url: str, response: httpx.Response) -> None:
+        """Raise unless ``response`` is a successful event stream.
+
+        A failed status maps its body (see :func:`error_from_status`); a successful JSON
+        body carrying an error object maps that error; any other successful content type
+        is a non-retryable error naming it and ``url``, read no further.
+        """
         content_type = response.headers.get("content-type", "")
-        if response.is_success and "json" not in content_type:
-            return
+        media_type = content_type.partition(";")[0].strip().lower()
+        if response.is_success:
+            if media_type == "text/event-stream":
+                return
+            if not media_type.endswith("json"):
+                raise self._not_a_stream(url, media_type)
         body = bytearray()
         chunks = response.aiter_bytes()
         while len(body) < MAX_ERROR_BODY_BYTES:
@@ -501,7 +355,14 @@ class HTTPProvider:
             payload = None
         if isinstance(payload, Mapping) and "error" in payload:
             raise error_from_payload(self.name, payload, secrets=self._secrets())
-        raise ProviderError(f"{self.name}: expected an event stream, got {content_type}")
+        raise self._not_a_stream(url, media_type)
+
+    def _not_a_stream(self, url: str, media_type: str) -> ProviderError:
+        return ProviderError(
+            f"{self.name}: expected an event stream (text/event-stream) from "
+            f"{self._redacted(url)}, got {media_type or 'no content type'}; "
+            "is the base URL right?"
+        )
 
 
 async def _wake_on_abort(signal: AbortSignal, queue: asyncio.Queue[_Item]) -> None:

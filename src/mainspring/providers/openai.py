@@ -10,8 +10,10 @@ OpenRouter, LM Studio, ...). Decisions where servers differ:
   calls is reported as ``tool_use`` (several local servers send ``stop`` there).
 - The stream is complete at ``data: [DONE]``, or at its end if a ``finish_reason`` came
   (many servers never send ``[DONE]``); with neither, it raises a retryable
-  "stream ended before completion". An error object inside the stream is mapped like an
-  HTTP error body, context overflow included.
+  "stream ended before completion". A stream that completes without a single choice
+  (``[DONE]`` alone, or only usage chunks) raises a non-retryable error: the server sent
+  no reply at all. An error object inside the stream is mapped like an HTTP error body,
+  context overflow included.
 - Tool-call deltas are matched by ``index``; a new ``id`` at an index already in use
   starts a new call, a repeated one is ignored; a call with no ``id`` gets a generated
   one. Every open call gets its ``ToolCallEnd`` when ``finish_reason`` arrives.
@@ -55,7 +57,13 @@ from .base import (
     ToolCallStart,
     UsageReport,
 )
-from .http import HTTPProvider, TimeoutSpec, decode_event_json, error_from_payload
+from .http import (
+    DEFAULT_REQUEST_TIMEOUT_S,
+    HTTPProvider,
+    TimeoutSpec,
+    decode_event_json,
+    error_from_payload,
+)
 from .sse import SSEEvent
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider", "to_openai_messages"]
@@ -82,7 +90,8 @@ class OpenAIProvider(HTTPProvider):
     ``tool_choice``, ``temperature``) are merged into the body, ``None`` removing a key.
     With ``thinking_level`` other than ``off`` on a reasoning model, ``reasoning_effort``
     is sent as the level's name. See :class:`~mainspring.providers.http.HTTPProvider`
-    for ``timeout``, ``transport`` and ``headers``; ``models`` is the catalogue.
+    for ``timeout``, ``request_timeout_s`` (the whole request's deadline), ``transport``
+    and ``headers``; ``models`` is the catalogue.
     """
 
     def __init__(
@@ -96,6 +105,7 @@ class OpenAIProvider(HTTPProvider):
         transport: httpx.AsyncBaseTransport | None = None,
         models: Mapping[str, Model] | Iterable[Model] | None = None,
         headers: Mapping[str, str] | None = None,
+        request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
         max_tokens_field: MaxTokensField | None = None,
     ) -> None:
         super().__init__(
@@ -107,6 +117,7 @@ class OpenAIProvider(HTTPProvider):
             transport=transport,
             models=models,
             headers=headers,
+            request_timeout_s=request_timeout_s,
         )
         official = httpx.URL(self.base_url).host == "api.openai.com"
         self.max_tokens_field: MaxTokensField = max_tokens_field or (
@@ -230,6 +241,8 @@ class _ChatStream:
         self.finish_reason: str | None = None
         self.calls: dict[int, _Call] = {}
         self.order: list[_Call] = []
+        self.chunks = 0
+        self.replied = False
         self.done = False
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
@@ -244,8 +257,10 @@ class _ChatStream:
         if self.response_id is None and isinstance(payload.get("id"), str) and payload["id"]:
             self.response_id = payload["id"]
         out: list[StreamEvent] = []
+        self.chunks += 1
         choices = payload.get("choices")
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+            self.replied = True
             self._choice(choices[0], out)
         usage = payload.get("usage")
         if isinstance(usage, dict):
@@ -340,6 +355,11 @@ class _ChatStream:
                 self._end(call, out)
 
     def _complete(self) -> list[StreamEvent]:
+        if not self.replied:
+            raise ProviderError(
+                f"{self.provider}: the stream ended without a reply "
+                f"(no choices in {self.chunks} chunk(s))"
+            )
         out: list[StreamEvent] = []
         self._end_calls(out)
         finish = (self.finish_reason or "stop").lower()
