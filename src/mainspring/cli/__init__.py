@@ -120,6 +120,19 @@ def _build_agent(args: argparse.Namespace) -> Agent:
     return Agent(**options)
 
 
+def _report_disabled(agent: Agent) -> None:
+    """One stderr line naming each plugin a control turned off, grouped by the control."""
+    by_reason: dict[str, list[str]] = {}
+    for item in agent.plugins.disabled:
+        reason = "--no-plugin" if item.reason == "disable_plugins" else item.reason
+        names = by_reason.setdefault(reason, [])
+        if item.name not in names:
+            names.append(item.name)
+    if by_reason:
+        parts = [f"{', '.join(names)} ({reason})" for reason, names in by_reason.items()]
+        print(f"mainspring: plugins off: {'; '.join(parts)}", file=sys.stderr, flush=True)
+
+
 async def _run(args: argparse.Namespace, agent: Agent) -> int:
     renderer: Any = (
         JsonRenderer(sys.stdout) if args.json else TerminalRenderer(sys.stdout, sys.stderr)
@@ -191,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _plugins(agent, args.json)
     if args.command == "tools":
         return _tools(agent, args.json)
+    _report_disabled(agent)
     if args.command == "chat":
         from .chat import chat
 

@@ -5,35 +5,64 @@ plugins of the ``mainspring`` entry-point group sorted by name, then ``plugins=`
 order given. Allow, deny and autoload controls are applied to entry points *before* any
 plugin module is imported. Any failure is a :class:`~mainspring.PluginLoadError`: an agent
 whose security policy pack failed to load must not start.
+
+Nothing is replaced or turned off silently: two installed distributions declaring one
+plugin name is a :class:`~mainspring.PluginLoadError` naming both (neither is loaded);
+every plugin a control turns off is logged at WARNING and listed in
+:attr:`PluginSet.disabled`; a plugin named in ``required`` that is missing, disabled,
+shadowed or fails to load stops the agent; once loaded, a required plugin cannot be
+unregistered, and :attr:`PluginSet.infos` follows later registrations and unregistrations.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, final
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from .. import hookspecs
+from ..errors import PluginLoadError
+from ..logs import get_logger
+from .plugin_controls import (
+    ENV_AUTOLOAD,
+    OPTION_AUTOLOAD,
+    DisabledPlugin,
+    PluginControls,
+    distribution_of,
+    normalise,
+    plugin_controls,
+    required_problems,
+)
+from .plugin_set import (
+    KernelManager,
+    PluginInfo,
+    PluginSet,
+    disable_hint,
+    hooks_of,
+    required_hint,
+    validate,
+)
 
 if TYPE_CHECKING:
     from importlib_metadata import EntryPoint
-from ..errors import PluginLoadError
 
 __all__ = [
     "BUILTIN_PLUGINS",
     "ENTRY_POINT_GROUP",
+    "DisabledPlugin",
+    "PluginControls",
     "PluginInfo",
     "PluginSet",
+    "disable_hint",
     "load_plugins",
     "plugin_controls",
+    "required_hint",
 ]
+
+_log = get_logger(__name__)
 
 ENTRY_POINT_GROUP = "mainspring"
 
@@ -48,120 +77,6 @@ BUILTIN_PLUGINS: tuple[tuple[str, str, bool], ...] = (
     ("event_log", "mainspring.plugins.event_log", False),
 )
 """The built-in plugins, registered first; essential ones cannot be disabled."""
-
-Source = Literal["builtin", "entrypoint", "inprocess"]
-
-
-@final
-@dataclass(slots=True)
-class PluginInfo:
-    """What ``mainspring plugins`` shows about one registered plugin."""
-
-    name: str
-    source: Source
-    plugin: Any
-    distribution: str | None = None
-    version: str | None = None
-    hooks: tuple[str, ...] = ()
-    tools: list[str] = field(default_factory=list)
-    essential: bool = False
-
-
-@final
-@dataclass(slots=True)
-class PluginSet:
-    """A plugin manager and what was loaded into it, in load order."""
-
-    pm: pluggy.PluginManager
-    infos: list[PluginInfo]
-
-    @property
-    def fallbacks(self) -> frozenset[str]:
-        """The essential built-ins, whose implementations run after every plugin's."""
-        return frozenset(info.name for info in self.infos if info.essential)
-
-    def info(self, name: str) -> PluginInfo | None:
-        """The plugin registered as ``name``."""
-        return next((info for info in self.infos if info.name == name), None)
-
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _names(value: str | None) -> frozenset[str] | None:
-    if value is None:
-        return None
-    return frozenset(_normalise(part.strip()) for part in value.split(",") if part.strip())
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class PluginControls:
-    """The effective allow/deny/autoload controls."""
-
-    autoload: bool
-    allow: frozenset[str] | None
-    deny: frozenset[str]
-
-
-def plugin_controls(
-    autoload: bool, disable: Iterable[str], environ: Mapping[str, str] | None = None
-) -> PluginControls:
-    """Combine constructor arguments with ``MAINSPRING_*`` environment variables.
-
-    ``MAINSPRING_DISABLE_PLUGIN_AUTOLOAD`` (any value but empty/``0``) turns autoload off;
-    ``MAINSPRING_PLUGINS="a,b"`` allows only those installed plugins (set but empty: none);
-    ``MAINSPRING_DISABLE_PLUGINS`` adds names to ``disable``.
-    """
-    env = os.environ if environ is None else environ
-    flag = env.get("MAINSPRING_DISABLE_PLUGIN_AUTOLOAD", "").strip().lower()
-    autoload = autoload and flag in ("", "0", "false", "no")
-    deny = {_normalise(name) for name in disable}
-    deny |= _names(env.get("MAINSPRING_DISABLE_PLUGINS")) or frozenset()
-    return PluginControls(autoload, _names(env.get("MAINSPRING_PLUGINS")), frozenset(deny))
-
-
-def _new_manager() -> pluggy.PluginManager:
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
-    return pm
-
-
-def _hooks_of(pm: pluggy.PluginManager, plugin: Any) -> tuple[str, ...]:
-    return tuple(sorted(caller.name for caller in pm.get_hookcallers(plugin) or ()))
-
-
-def _validate(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
-    for caller in pm.get_hookcallers(plugin) or ():
-        for impl in caller.get_hookimpls():
-            if impl.plugin is not plugin:
-                continue
-            if caller.name in hookspecs.ASYNC_HOOKS and (impl.hookwrapper or impl.wrapper):
-                raise PluginLoadError(
-                    f"plugin {name!r}: {caller.name} is a run-time hook; hook wrappers are not "
-                    "supported on it, implement it as an ordinary hook",
-                    plugin=name,
-                )
-            function = impl.function
-            if caller.name in hookspecs.SYNC_HOOKS and (
-                inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)
-            ):
-                raise PluginLoadError(
-                    f"plugin {name!r}: {caller.name} is synchronous, but its implementation "
-                    "is async; make it a plain def",
-                    plugin=name,
-                )
-    for caller in pm.hook.__dict__.values():
-        if not isinstance(caller, pluggy.HookCaller) or caller.spec is not None:
-            continue
-        for impl in caller.get_hookimpls():
-            if impl.plugin is plugin:
-                raise PluginLoadError(
-                    f"plugin {name!r} implements unknown hook {caller.name!r}; known hooks: "
-                    f"{', '.join(sorted(hookspecs.ASYNC_HOOKS | hookspecs.SYNC_HOOKS))}",
-                    plugin=name,
-                )
 
 
 def _register(
@@ -181,12 +96,12 @@ def _register(
             **details,
         ) from error
     try:
-        _validate(pm, plugin, name)
+        validate(pm, plugin, name)
     except PluginLoadError as error:
         pm.unregister(plugin)
         text = str(error).replace(f"plugin {name!r}", f"plugin {name!r}{origin}", 1)
         raise PluginLoadError(f"{text}. {hint}", plugin=name, **details) from None
-    return _hooks_of(pm, plugin)
+    return hooks_of(pm, plugin)
 
 
 def _origin(details: dict[str, Any]) -> str:
@@ -211,34 +126,63 @@ def _inprocess_name(plugin: Any, taken: set[str]) -> str:
     return name
 
 
-def _installed(controls: PluginControls) -> list[EntryPoint]:
-    if not controls.autoload:
-        return []
+Installed = dict[str, list["EntryPoint"]]
+
+
+def _discover(controls: PluginControls, required: bool) -> Installed | None:
+    """The group's entry points by normalised name, in ``sys.path`` order; ``None`` when
+    they need not be looked up (autoload turned off in code and nothing required)."""
+    if not controls.autoload and controls.autoload_off_by != ENV_AUTOLOAD and not required:
+        return None
     from importlib_metadata import entry_points  # only when installed plugins are wanted
 
-    found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    selected = []
-    for name in sorted(found):
-        key = _normalise(name)
-        if key in controls.deny:
-            continue
-        if controls.allow is not None and key not in controls.allow:
-            continue
-        selected.append(found[name])
-    return selected
+    found: Installed = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(normalise(ep.name), []).append(ep)
+    return found
 
 
-def _load_entry_point(ep: EntryPoint) -> tuple[Any, str | None, str | None]:
-    dist = ep.dist
-    dist_name = dist.metadata["Name"] if dist is not None else None
-    version = dist.version if dist is not None else None
+def _select(
+    controls: PluginControls, found: Installed | None
+) -> tuple[list[list[EntryPoint]], list[DisabledPlugin]]:
+    """The enabled entry points, grouped by name and sorted by it, and the turned-off ones."""
+    selected: list[list[EntryPoint]] = []
+    off: list[DisabledPlugin] = []
+    for eps in sorted((found or {}).values(), key=lambda group: group[0].name):
+        reason = controls.why_off(eps[0].name, "entrypoint")
+        if reason is None:
+            selected.append(eps)
+        elif reason != OPTION_AUTOLOAD:
+            off.extend(
+                DisabledPlugin(ep.name, "entrypoint", reason, distribution_of(ep)[0]) for ep in eps
+            )
+    return selected, off
+
+
+def _duplicate_error(eps: Sequence[EntryPoint]) -> PluginLoadError:
+    name = eps[0].name
+    declared = " and ".join(
+        f"distribution {dist or '?'} {version or ''}".rstrip() + f" ({ep.name} = {ep.value})"
+        for ep in eps
+        for dist, version in [distribution_of(ep)]
+    )
+    return PluginLoadError(
+        f"installed plugin {name!r} is declared by more than one distribution: {declared}; "
+        "neither is loaded, since either could stand in for the other. Uninstall the one "
+        f"you do not want. {disable_hint(name)}",
+        plugin=name,
+    )
+
+
+def _load_entry_point(ep: EntryPoint, hint: str) -> tuple[Any, str | None, str | None]:
+    dist_name, version = distribution_of(ep)
     try:
         plugin = ep.load()
     except Exception as error:
         raise PluginLoadError(
             f"installed plugin {ep.name!r} (entry point {ep.value!r} of distribution "
             f"{dist_name or '?'} {version or ''}) failed to load: "
-            f"{type(error).__name__}: {error}. {disable_hint(ep.name)}",
+            f"{type(error).__name__}: {error}. {hint}",
             plugin=ep.name,
             distribution=dist_name,
             version=version,
@@ -246,11 +190,25 @@ def _load_entry_point(ep: EntryPoint) -> tuple[Any, str | None, str | None]:
     return plugin, dist_name, version
 
 
-def disable_hint(name: str) -> str:
-    """How to start without the installed plugin ``name``."""
-    return (
-        f"To start without it, pass disable_plugins=[{name!r}] or set "
-        f"MAINSPRING_DISABLE_PLUGINS={name} (or uninstall it)."
+def _warn(off: Sequence[DisabledPlugin], controls: PluginControls) -> None:
+    for item in off:
+        _log.warning(
+            "plugin_disabled",
+            plugin=item.name,
+            source=item.source,
+            distribution=item.distribution,
+            reason=item.reason,
+        )
+    if controls.autoload_off_by == OPTION_AUTOLOAD:
+        _log.info("installed_plugins_not_loaded", reason=OPTION_AUTOLOAD)
+
+
+def _refuse(problems: Sequence[tuple[str, str]]) -> PluginLoadError:
+    reasons = "; ".join(f"required plugin {name!r} is {why}" for name, why in problems)
+    return PluginLoadError(
+        f"the agent cannot start: {reasons}. (required_plugins in the settings or config "
+        "file lists the plugins an agent must not start without.)",
+        plugin=problems[0][0],
     )
 
 
@@ -260,34 +218,60 @@ def load_plugins(
     autoload: bool = True,
     disable_plugins: Iterable[str] = (),
     environ: Mapping[str, str] | None = None,
+    required: Sequence[str] = (),
 ) -> PluginSet:
-    """Build one agent's plugin manager: built-ins, installed, then ``plugins``."""
+    """Build one agent's plugin manager: built-ins, installed, then ``plugins``.
+
+    ``required`` names built-in or installed plugins the agent must not start without;
+    it comes from settings, never from the environment. Every check that needs no plugin
+    import (controls, duplicates, required plugins) is made before any installed plugin
+    is imported. Raises :class:`~mainspring.PluginLoadError` on any failure.
+    """
     controls = plugin_controls(autoload, disable_plugins, environ)
-    pm = _new_manager()
-    infos: list[PluginInfo] = []
+    off: list[DisabledPlugin] = []
+    builtins: list[tuple[str, str, bool]] = []
     for name, module_name, essential in BUILTIN_PLUGINS:
-        if not essential and _normalise(name) in controls.deny:
-            continue
+        reason = None if essential else controls.why_off(name, "builtin")
+        if reason is None:
+            builtins.append((name, module_name, essential))
+        else:
+            off.append(DisabledPlugin(name, "builtin", reason, "mainspring"))
+    found = _discover(controls, bool(required))
+    selected, off_installed = _select(controls, found)
+    off += off_installed
+    _warn(off, controls)
+    taken = {name for name, _, _ in builtins} | {eps[0].name for eps in selected}
+    named: list[tuple[str, Any]] = []
+    for plugin in plugins:
+        named.append((_inprocess_name(plugin, taken), plugin))
+        taken.add(named[-1][0])
+    problems = required_problems(
+        required,
+        controls,
+        {normalise(name): essential for name, _, essential in BUILTIN_PLUGINS},
+        found,
+        (name for name, _ in named),
+    )
+    if problems:
+        raise _refuse(problems)
+    for eps in selected:
+        if len(eps) > 1:
+            raise _duplicate_error(eps)
+    must = frozenset(normalise(name) for name in required)
+    pm = KernelManager()
+    infos: list[PluginInfo] = []
+    for name, module_name, essential in builtins:
         module = importlib.import_module(module_name)
         hooks = _register(pm, module, name, hint="(a built-in plugin)")
         infos.append(
             PluginInfo(name, "builtin", module, "mainspring", None, hooks, essential=essential)
         )
-    for ep in _installed(controls):
-        plugin, dist_name, version = _load_entry_point(ep)
-        hooks = _register(
-            pm,
-            plugin,
-            ep.name,
-            hint=disable_hint(ep.name),
-            distribution=dist_name,
-            version=version,
-        )
+    for [ep] in selected:
+        hint = required_hint(ep.name) if normalise(ep.name) in must else disable_hint(ep.name)
+        plugin, dist_name, version = _load_entry_point(ep, hint)
+        hooks = _register(pm, plugin, ep.name, hint=hint, distribution=dist_name, version=version)
         infos.append(PluginInfo(ep.name, "entrypoint", plugin, dist_name, version, hooks))
-    taken = {info.name for info in infos}
-    for plugin in plugins:
-        name = _inprocess_name(plugin, taken)
-        taken.add(name)
+    for name, plugin in named:
         hooks = _register(pm, plugin, name, hint="(passed in plugins=)")
         infos.append(PluginInfo(name, "inprocess", plugin, None, None, hooks))
-    return PluginSet(pm, infos)
+    return PluginSet(pm, infos, tuple(off), must)

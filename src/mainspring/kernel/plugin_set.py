@@ -1,0 +1,219 @@
+"""One agent's plugins: the manager, what was loaded into it, and how it may change.
+
+:class:`PluginSet` lists the registered plugins in load order. Its manager, a
+:class:`KernelManager`, keeps that list true after loading: a plugin registered later is
+validated and listed, one unregistered leaves the list, a required plugin cannot be
+unregistered, and listeners hear of every change.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, final
+
+import pluggy
+
+from .. import hookspecs
+from ..errors import PluginLoadError
+from .plugin_controls import DisabledPlugin, normalise
+
+__all__ = [
+    "KernelManager",
+    "PluginInfo",
+    "PluginSet",
+    "Source",
+    "disable_hint",
+    "hooks_of",
+    "required_hint",
+    "validate",
+]
+
+
+Source = Literal["builtin", "entrypoint", "inprocess"]
+
+
+@final
+@dataclass(slots=True)
+class PluginInfo:
+    """What ``mainspring plugins`` shows about one registered plugin."""
+
+    name: str
+    source: Source
+    plugin: Any
+    distribution: str | None = None
+    version: str | None = None
+    hooks: tuple[str, ...] = ()
+    tools: list[str] = field(default_factory=list)
+    essential: bool = False
+
+
+@final
+@dataclass(slots=True)
+class PluginSet:
+    """A plugin manager and what was loaded into it, in load order.
+
+    ``disabled`` lists the plugins the controls turned off, with the control that did;
+    ``required`` holds the normalised names of the plugins the agent must not run without.
+    When ``pm`` was built by :func:`load_plugins`, ``infos`` follows it: a plugin
+    registered later (``pm.register``) is appended as ``inprocess`` once it passes the
+    same validation, one unregistered (:meth:`unregister`, ``pm.unregister``,
+    ``pm.set_blocked``) is removed, and every listener added with :meth:`on_change` is
+    called after each such change.
+    """
+
+    pm: pluggy.PluginManager
+    infos: list[PluginInfo]
+    disabled: tuple[DisabledPlugin, ...] = ()
+    required: frozenset[str] = frozenset()
+    _listeners: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.pm, KernelManager):
+            self.pm.owner = self
+
+    @property
+    def fallbacks(self) -> frozenset[str]:
+        """The essential built-ins, whose implementations run after every plugin's."""
+        return frozenset(info.name for info in self.infos if info.essential)
+
+    def info(self, name: str) -> PluginInfo | None:
+        """The plugin registered as ``name``."""
+        return next((info for info in self.infos if info.name == name), None)
+
+    def fix_hint(self, name: str) -> str:
+        """How to get past a failure of plugin ``name``: disable it, unless it is required."""
+        return required_hint(name) if self._is_required(name) else disable_hint(name)
+
+    def unregister(self, name: str) -> Any:
+        """Unregister the plugin registered as ``name``; returns the plugin object.
+
+        Its hook implementations leave the manager and it leaves ``infos`` (so
+        ``Agent.plugins`` and ``mainspring plugins`` no longer list it); the listeners are
+        told. Tools it contributed were collected when the agent was built: what becomes
+        of them is the agent's business. Raises ``KeyError`` if no plugin has that name
+        and :class:`~mainspring.PluginLoadError` if it is a required plugin.
+        """
+        plugin = self.pm.get_plugin(name)
+        if plugin is None:
+            raise KeyError(f"no plugin is registered as {name!r}")
+        self._check_removable(name)
+        self.pm.unregister(plugin, name)
+        if not isinstance(self.pm, KernelManager):
+            self._unregistered(plugin)
+        return plugin
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after every later registration or unregistration."""
+        self._listeners.append(listener)
+
+    def _is_required(self, name: str) -> bool:
+        info = self.info(name)
+        return normalise(name) in self.required and info is not None and info.source != "inprocess"
+
+    def _check_removable(self, name: str) -> None:
+        if self._is_required(name):
+            raise PluginLoadError(
+                f"plugin {name!r} is required (required_plugins) and cannot be unregistered",
+                plugin=name,
+            )
+
+    def _registered(self, name: str, plugin: Any) -> None:
+        self.infos.append(PluginInfo(name, "inprocess", plugin, hooks=hooks_of(self.pm, plugin)))
+        self._changed()
+
+    def _unregistered(self, plugin: Any) -> None:
+        self.infos[:] = [info for info in self.infos if info.plugin is not plugin]
+        self._changed()
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            listener()
+
+
+class KernelManager(pluggy.PluginManager):
+    """The kernel's plugin manager: once loading is done, each change goes to its set."""
+
+    def __init__(self) -> None:
+        super().__init__(hookspecs.PROJECT)
+        self.add_hookspecs(hookspecs)
+        self.owner: PluginSet | None = None
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        """Register ``plugin``; after loading, validate it and list it in the plugin set."""
+        registered = super().register(plugin, name)
+        owner = self.owner
+        if owner is not None and registered is not None:
+            try:
+                validate(self, plugin, registered)
+            except PluginLoadError:
+                super().unregister(plugin)
+                raise
+            owner._registered(registered, plugin)
+        return registered
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any | None:
+        """Unregister like pluggy; after loading, a required plugin is refused."""
+        owner = self.owner
+        if owner is not None:
+            target = name if name is not None or plugin is None else self.get_name(plugin)
+            if target is not None:
+                owner._check_removable(target)
+        removed = super().unregister(plugin, name)
+        if owner is not None and removed is not None:
+            owner._unregistered(removed)
+        return removed
+
+
+def hooks_of(pm: pluggy.PluginManager, plugin: Any) -> tuple[str, ...]:
+    return tuple(sorted(caller.name for caller in pm.get_hookcallers(plugin) or ()))
+
+
+def validate(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
+    for caller in pm.get_hookcallers(plugin) or ():
+        for impl in caller.get_hookimpls():
+            if impl.plugin is not plugin:
+                continue
+            if caller.name in hookspecs.ASYNC_HOOKS and (impl.hookwrapper or impl.wrapper):
+                raise PluginLoadError(
+                    f"plugin {name!r}: {caller.name} is a run-time hook; hook wrappers are not "
+                    "supported on it, implement it as an ordinary hook",
+                    plugin=name,
+                )
+            function = impl.function
+            if caller.name in hookspecs.SYNC_HOOKS and (
+                inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)
+            ):
+                raise PluginLoadError(
+                    f"plugin {name!r}: {caller.name} is synchronous, but its implementation "
+                    "is async; make it a plain def",
+                    plugin=name,
+                )
+    for caller in pm.hook.__dict__.values():
+        if not isinstance(caller, pluggy.HookCaller) or caller.spec is not None:
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.plugin is plugin:
+                raise PluginLoadError(
+                    f"plugin {name!r} implements unknown hook {caller.name!r}; known hooks: "
+                    f"{', '.join(sorted(hookspecs.ASYNC_HOOKS | hookspecs.SYNC_HOOKS))}",
+                    plugin=name,
+                )
+
+
+def disable_hint(name: str) -> str:
+    """How to start without the installed plugin ``name``."""
+    return (
+        f"To start without it, pass disable_plugins=[{name!r}] or set "
+        f"MAINSPRING_DISABLE_PLUGINS={name} (or uninstall it)."
+    )
+
+
+def required_hint(name: str) -> str:
+    """How to get past a failure of ``name``, a plugin the agent cannot start without."""
+    return (
+        f"It is listed in required_plugins, so the agent cannot start without it: fix or "
+        f"reinstall it (pip install --force-reinstall {name}), or remove it from "
+        "required_plugins in the config file."
+    )
