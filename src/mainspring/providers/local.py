@@ -73,7 +73,7 @@ from .base import (
     ToolCallEnd,
     ToolCallStart,
 )
-from .http import TimeoutSpec
+from .http import DEFAULT_REQUEST_TIMEOUT_S, TimeoutSpec
 from .openai import OpenAIProvider
 
 __all__ = [
@@ -638,9 +638,9 @@ class LocalProvider:
     Nothing happens at construction: the first :meth:`stream` starts (or reuses) the
     process-wide server and raises :class:`LocalModelMissing` if the runtime or model
     is not installed. ``model_file`` overrides the installed model; ``tool_mode`` and
-    ``dedupe_tool_calls`` are described in the module docs; ``timeout`` is the HTTP
-    timeout passed to the OpenAI-compatible client; ``verbosity`` is the server's log
-    level (see :class:`LocalServer`).
+    ``dedupe_tool_calls`` are described in the module docs; ``timeout`` (per phase) and
+    ``request_timeout_s`` (the whole request) are passed to the OpenAI-compatible
+    client; ``verbosity`` is the server's log level (see :class:`LocalServer`).
     """
 
     def __init__(
@@ -655,6 +655,7 @@ class LocalProvider:
         dedupe_tool_calls: bool = True,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         timeout: TimeoutSpec = None,
+        request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
         verbosity: int = 0,
     ) -> None:
         self.name = name
@@ -665,6 +666,7 @@ class LocalProvider:
         self.dedupe_tool_calls = dedupe_tool_calls
         self.start_timeout = start_timeout
         self.timeout = timeout
+        self.request_timeout_s = request_timeout_s
         self.verbosity = verbosity
         self.models: dict[str, Model] = {
             LOCAL_MODEL_ID: Model(
@@ -708,6 +710,7 @@ class LocalProvider:
             name=self.name,
             options=options,
             timeout=self.timeout,
+            request_timeout_s=self.request_timeout_s,
             models=self.models,
         )
         stream: AsyncIterator[StreamEvent] = delegate.stream(prepared, signal)
