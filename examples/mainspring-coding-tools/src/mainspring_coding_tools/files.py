@@ -1,74 +1,113 @@
-"""The file operations behind ``read``, ``write``, ``edit``, ``ls`` and ``grep``.
+"""The file operations behind ``read``, ``write``, ``edit`` and ``ls``.
 
 These are plain synchronous functions on paths that :meth:`Workspace.resolve` already
 checked; the tools in :mod:`mainspring_coding_tools.tools` run them in a worker thread
 (under ``ctx.file_lock`` where a file is written). Expected failures raise
 :class:`~mainspring_coding_tools.workspace.ToolFailure` with the text the model sees.
+
+Every file is opened relative to a descriptor of its directory
+(:meth:`Workspace.place`), with ``O_NOFOLLOW``, so nothing swapped in after the path was
+checked can redirect the open out of the workspace. Files are opened with
+``O_NONBLOCK`` and must be regular files, so a FIFO cannot hang a call. A regular file
+with more than one hard link may be another name of a file outside the workspace: ``read``
+and ``edit`` refuse it unless the ``allow_hard_links`` option is set. ``write`` replaces
+the *name* (a new file renamed over it), which leaves any other link untouched, so it
+needs no such check.
 """
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-import fnmatch
+import errno
 import os
-import re
+import secrets
 import stat
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from mainspring import ToolResult
 
+from .deadline import Deadline
 from .options import CodingToolsOptions
-from .workspace import ToolFailure, Workspace
+from .workspace import DIRECTORY_FLAGS, NotFound, ToolFailure, Workspace
 
 __all__ = [
-    "SKIPPED_DIRECTORIES",
+    "SNIFF_BYTES",
+    "cut_line",
     "edit_file",
-    "grep_files",
     "list_directory",
+    "open_regular",
     "read_file",
     "write_file",
 ]
 
-SKIPPED_DIRECTORIES: frozenset[str] = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        ".venv",
-        "node_modules",
-        "__pycache__",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-    }
-)
-"""Directories ``grep`` does not descend into (pass one as ``path`` to search it)."""
+SNIFF_BYTES = 8192
+"""A file with a NUL byte in its first ``SNIFF_BYTES`` bytes is treated as binary."""
 
-_SNIFF_BYTES = 8192
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+"""Flags every file is opened with for reading."""
 
 
-def _is_binary(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return b"\x00" in handle.read(_SNIFF_BYTES)
-
-
-def _cut_line(line: str, limit: int) -> str:
+def cut_line(line: str, limit: int) -> str:
+    """``line``, cut to ``limit`` characters with a note saying how long it was."""
     if len(line) <= limit:
         return line
     return f"{line[:limit]}… [line cut: {len(line)} characters]"
 
 
-def _check_file(workspace: Workspace, path: Path) -> None:
-    shown = workspace.display(path)
-    if not path.exists():
-        raise ToolFailure(f"{shown}: no such file")
-    if path.is_dir():
-        raise ToolFailure(f"{shown} is a directory; use ls to list it")
-    if not path.is_file():
-        raise ToolFailure(f"{shown} is not a regular file")
+def changed(shown: str) -> ToolFailure:
+    """The failure of an open that met a symlink the walk had not seen (a swap)."""
+    return ToolFailure(
+        f"{shown} changed while it was being opened (it is now a symlink); try again"
+    )
+
+
+def open_regular(
+    options: CodingToolsOptions, dir_fd: int, name: str, shown: str
+) -> tuple[int, os.stat_result]:
+    """Open regular file ``name`` of ``dir_fd`` for reading: its descriptor and status.
+
+    :class:`ToolFailure` for a missing file, a directory, anything not a regular file,
+    and a file with several hard links (unless allowed).
+    """
+    try:
+        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise ToolFailure(f"{shown}: no such file") from None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise changed(shown) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolFailure(f"{shown} is a directory; use ls to list it")
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolFailure(f"{shown} is not a regular file")
+        if info.st_nlink > 1 and not options.allow_hard_links:
+            raise ToolFailure(
+                f"{shown} has {info.st_nlink} hard links; a file with several links may be "
+                "another name of a file outside the workspace, so it is not opened"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def _open_for_reading(
+    workspace: Workspace, options: CodingToolsOptions, path: Path, shown: str
+) -> tuple[int, os.stat_result]:
+    try:
+        with workspace.place(path) as placed:
+            if placed.name is None:
+                raise ToolFailure(f"{shown} is a directory; use ls to list it")
+            return open_regular(options, placed.dir_fd, placed.name, shown)
+    except NotFound:
+        raise ToolFailure(f"{shown}: no such file") from None
+
+
+def _is_binary(fd: int) -> bool:
+    return b"\x00" in os.pread(fd, SNIFF_BYTES, 0)
 
 
 def read_file(
@@ -77,27 +116,25 @@ def read_file(
     path: Path,
     offset: int,
     limit: int | None,
+    deadline: Deadline,
 ) -> ToolResult:
     """Lines ``offset``… of ``path``, numbered, within the line and character caps."""
-    _check_file(workspace, path)
     shown = workspace.display(path)
-    if _is_binary(path):
-        size = path.stat().st_size
-        raise ToolFailure(f"{shown} looks like a binary file ({size} bytes); not shown")
-    wanted = options.read_max_lines if limit is None else limit
-    budget = options.read_max_chars
-    out: list[str] = []
-    used = 0
-    last_shown = 0
-    total = 0
-    cut_by_size = False
-    with path.open("r", encoding="utf-8", errors="replace", newline=None) as handle:
+    fd, info = _open_for_reading(workspace, options, path, shown)
+    with open(fd, encoding="utf-8", errors="replace", newline=None, closefd=True) as handle:
+        if _is_binary(fd):
+            raise ToolFailure(f"{shown} looks like a binary file ({info.st_size} bytes); not shown")
+        wanted = options.read_max_lines if limit is None else limit
+        budget = options.read_max_chars
+        out: list[str] = []
+        used = last_shown = total = 0
+        cut_by_size = False
         for number, raw in enumerate(handle, start=1):
+            deadline.check()
             total = number
             if number < offset or cut_by_size or number >= offset + wanted:
                 continue
-            text = _cut_line(raw.rstrip("\n"), options.max_line_chars)
-            line = f"{number:>6}\t{text}"
+            line = f"{number:>6}\t{cut_line(raw.rstrip(chr(10)), options.max_line_chars)}"
             if out and used + len(line) + 1 > budget:
                 cut_by_size = True
                 continue
@@ -122,38 +159,48 @@ def read_file(
 def write_file(workspace: Workspace, path: Path, content: str) -> ToolResult:
     """Write ``content`` to ``path`` atomically, creating parent directories."""
     shown = workspace.display(path)
-    if path.is_dir():
-        raise ToolFailure(f"{shown} is a directory; give a file path")
-    existed = path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
-    _replace_atomically(path, data)
+    with workspace.place(path, create=True) as placed:
+        if placed.name is None:
+            raise ToolFailure(f"{shown} is a directory; give a file path")
+        try:
+            info: os.stat_result | None = os.stat(
+                placed.name, dir_fd=placed.dir_fd, follow_symlinks=False
+            )
+        except FileNotFoundError:
+            info = None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise ToolFailure(f"{shown} is a directory; give a file path")
+        if info is not None and stat.S_ISLNK(info.st_mode):
+            raise changed(shown)
+        keep_mode = stat.S_IMODE(info.st_mode) if info is not None else None
+        replace_atomically(placed.dir_fd, placed.name, data, keep_mode)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-    verb = "Overwrote" if existed else "Created"
+    verb = "Created" if info is None else "Overwrote"
     return ToolResult(
         f"{verb} {shown} ({len(data)} bytes, {lines} lines)",
-        details={"path": shown, "bytes": len(data), "created": not existed},
+        details={"path": shown, "bytes": len(data), "created": info is None},
     )
 
 
-def _replace_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``:
-    a concurrent reader sees the old content or the new, never half of it."""
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+def replace_atomically(dir_fd: int, name: str, data: bytes, mode: int | None) -> None:
+    """Write ``data`` to a new file beside ``name`` in ``dir_fd``, then rename it over
+    ``name``: a reader sees the old content or the new, never half of it, and whatever was
+    at ``name`` (another link, a symlink swapped in) is replaced, not written through.
+    ``mode``: the permissions to keep; ``None`` gives a new file's (``0o666`` less umask).
+    """
+    temporary = f".{name[:100]}.{secrets.token_hex(6)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temporary, flags, 0o666, dir_fd=dir_fd)
     try:
-        with os.fdopen(handle, "wb") as stream:
+        with open(fd, "wb", closefd=True) as stream:
             stream.write(data)
-        if mode is not None:
-            os.chmod(temporary, mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
+            if mode is not None:
+                os.fchmod(stream.fileno(), mode)
+        os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temporary)
+            os.unlink(temporary, dir_fd=dir_fd)
         raise
 
 
@@ -170,38 +217,67 @@ def _occurrences(text: str, needle: str) -> list[int]:
     return found
 
 
-def edit_file(workspace: Workspace, path: Path, old_text: str, new_text: str) -> ToolResult:
+def edit_file(
+    workspace: Workspace,
+    options: CodingToolsOptions,
+    path: Path,
+    old_text: str,
+    new_text: str,
+) -> ToolResult:
     """Replace the one exact occurrence of ``old_text`` in ``path`` with ``new_text``."""
-    _check_file(workspace, path)
     shown = workspace.display(path)
-    if not old_text:
-        raise ToolFailure("old_text is empty; to create or overwrite a file, use write")
-    if old_text == new_text:
-        raise ToolFailure("old_text and new_text are the same; there is nothing to change")
-    raw = path.read_bytes()
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ToolFailure(f"{shown} is not UTF-8 text ({error.reason}); not edited") from None
-    found = _occurrences(text, old_text)
-    if not found:
-        hint = ""
-        if "\r\n" in text and "\r\n" not in old_text and "\n" in old_text:
-            hint = " The file has Windows (CRLF) line endings; old_text has LF only."
-        raise ToolFailure(
-            f"old_text was not found in {shown}. It must match the file exactly, including "
-            f"whitespace and indentation; read the file and copy the text.{hint}"
+        return _edit_placed(workspace, options, path, shown, old_text, new_text)
+    except NotFound:
+        raise ToolFailure(f"{shown}: no such file") from None
+
+
+def _edit_placed(
+    workspace: Workspace,
+    options: CodingToolsOptions,
+    path: Path,
+    shown: str,
+    old_text: str,
+    new_text: str,
+) -> ToolResult:
+    with workspace.place(path) as placed:
+        if placed.name is None:
+            raise ToolFailure(f"{shown} is a directory; use ls to list it")
+        fd, info = open_regular(options, placed.dir_fd, placed.name, shown)
+        if not old_text:
+            os.close(fd)
+            raise ToolFailure("old_text is empty; to create or overwrite a file, use write")
+        if old_text == new_text:
+            os.close(fd)
+            raise ToolFailure("old_text and new_text are the same; there is nothing to change")
+        with open(fd, "rb", closefd=True) as stream:
+            raw = stream.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ToolFailure(f"{shown} is not UTF-8 text ({error.reason}); not edited") from None
+        found = _occurrences(text, old_text)
+        if not found:
+            hint = ""
+            if "\r\n" in text and "\r\n" not in old_text and "\n" in old_text:
+                hint = " The file has Windows (CRLF) line endings; old_text has LF only."
+            raise ToolFailure(
+                f"old_text was not found in {shown}. It must match the file exactly, including "
+                f"whitespace and indentation; read the file and copy the text.{hint}"
+            )
+        if len(found) > 1:
+            lines = ", ".join(str(_line_of(text, index)) for index in found[:20])
+            more = f" (and {len(found) - 20} more)" if len(found) > 20 else ""
+            raise ToolFailure(
+                f"old_text occurs {len(found)} times in {shown} (at lines {lines}{more}); it "
+                "must occur exactly once. Include more of the surrounding lines to make it "
+                "unique."
+            )
+        index = found[0]
+        updated = text[:index] + new_text + text[index + len(old_text) :]
+        replace_atomically(
+            placed.dir_fd, placed.name, updated.encode("utf-8"), stat.S_IMODE(info.st_mode)
         )
-    if len(found) > 1:
-        lines = ", ".join(str(_line_of(text, index)) for index in found[:20])
-        more = f" (and {len(found) - 20} more)" if len(found) > 20 else ""
-        raise ToolFailure(
-            f"old_text occurs {len(found)} times in {shown} (at lines {lines}{more}); it "
-            "must occur exactly once. Include more of the surrounding lines to make it unique."
-        )
-    index = found[0]
-    updated = text[:index] + new_text + text[index + len(old_text) :]
-    _replace_atomically(path, updated.encode("utf-8"))
     line = _line_of(text, index)
     removed, added = old_text.count("\n") + 1, new_text.count("\n") + 1
     return ToolResult(
@@ -210,18 +286,41 @@ def edit_file(workspace: Workspace, path: Path, old_text: str, new_text: str) ->
     )
 
 
-def list_directory(workspace: Workspace, options: CodingToolsOptions, path: Path) -> ToolResult:
+def open_directory(dir_fd: int, name: str | None, shown: str) -> int:
+    """A new descriptor of directory ``name`` of ``dir_fd`` (``None``: ``dir_fd`` itself)."""
+    if name is None:
+        return os.dup(dir_fd)
+    try:
+        return os.open(name, DIRECTORY_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise ToolFailure(f"{shown}: no such directory") from None
+    except NotADirectoryError:
+        raise ToolFailure(f"{shown} is a file, not a directory; use read to see it") from None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise changed(shown) from None
+        raise
+
+
+def list_directory(
+    workspace: Workspace, options: CodingToolsOptions, path: Path, deadline: Deadline
+) -> ToolResult:
     """The entries of ``path``, sorted; directories (and links to them) end with ``/``."""
     shown = workspace.display(path)
-    if not path.exists():
-        raise ToolFailure(f"{shown}: no such directory")
-    if not path.is_dir():
-        raise ToolFailure(f"{shown} is a file, not a directory; use read to see it")
-    with os.scandir(path) as entries:
-        names = sorted(
-            (entry.name + ("/" if entry.is_dir() else "") for entry in entries),
-            key=lambda name: (name.casefold(), name),
-        )
+    try:
+        with workspace.place(path) as placed:
+            fd = open_directory(placed.dir_fd, placed.name, shown)
+    except NotFound:
+        raise ToolFailure(f"{shown}: no such directory") from None
+    try:
+        names: list[str] = []
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                deadline.check()
+                names.append(entry.name + ("/" if entry.is_dir() else ""))
+    finally:
+        os.close(fd)
+    names.sort(key=lambda name: (name.casefold(), name))
     if not names:
         return ToolResult(f"{shown} is empty", details={"path": shown, "entries": 0})
     cap = options.ls_max_entries
@@ -229,92 +328,3 @@ def list_directory(workspace: Workspace, options: CodingToolsOptions, path: Path
     if len(names) > cap:
         body += f"\n[{len(names) - cap} more entries not shown; {len(names)} in all]"
     return ToolResult(body, details={"path": shown, "entries": len(names)})
-
-
-def _glob_matches(glob: str, relative: str) -> bool:
-    if "/" in glob:
-        return fnmatch.fnmatchcase(relative, glob)
-    return fnmatch.fnmatchcase(relative.rsplit("/", 1)[-1], glob)
-
-
-def _walk(start: Path) -> list[Path]:
-    """The files under ``start`` (or ``start`` itself), sorted by path; directories in
-    :data:`SKIPPED_DIRECTORIES` and symlinked directories are not entered."""
-    if start.is_file():
-        return [start]
-    found: list[Path] = []
-    for directory, subdirectories, files in os.walk(start):
-        subdirectories[:] = [name for name in subdirectories if name not in SKIPPED_DIRECTORIES]
-        found.extend(Path(directory, name) for name in files)
-    found.sort(key=lambda path: path.parts)
-    return found
-
-
-def grep_files(
-    workspace: Workspace,
-    options: CodingToolsOptions,
-    start: Path,
-    pattern: str,
-    glob: str | None,
-    ignore_case: bool,
-    aborted: Callable[[], bool],
-) -> ToolResult:
-    """Lines matching ``pattern`` under ``start``, as ``path:line: text``."""
-    if not start.exists():
-        raise ToolFailure(f"{workspace.display(start)}: no such file or directory")
-    try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as error:
-        raise ToolFailure(f"invalid regular expression {pattern!r}: {error}") from None
-    cap = options.grep_max_results
-    hits: list[str] = []
-    files_with_hits = 0
-    capped = False
-    for file in _walk(start):
-        if aborted():
-            raise ToolFailure("grep was aborted")
-        relative = workspace.display(file)
-        if glob is not None and not _glob_matches(glob, relative):
-            continue
-        real = Path(os.path.realpath(file))
-        if not workspace.contains(real) or not real.is_file():
-            continue  # a symlink out of the workspace, or to something odd: skipped
-        try:
-            if real.stat().st_size > options.grep_max_file_bytes or _is_binary(real):
-                continue
-            matched = _grep_one(real, regex, relative, options.max_line_chars, cap - len(hits))
-        except OSError:
-            continue
-        if matched:
-            files_with_hits += 1
-            hits.extend(matched)
-        if len(hits) >= cap:
-            capped = True
-            break
-    where = workspace.display(start)
-    if not hits:
-        return ToolResult(
-            f"No matches for {pattern!r} in {where}",
-            details={"matches": 0, "files": 0},
-        )
-    body = "\n".join(hits)
-    if capped:
-        body += f"\n[stopped at {cap} matches; narrow the pattern, the path or the glob]"
-    return ToolResult(
-        body, details={"matches": len(hits), "files": files_with_hits, "capped": capped}
-    )
-
-
-def _grep_one(
-    path: Path, regex: re.Pattern[str], shown: str, line_cap: int, room: int
-) -> list[str]:
-    found: list[str] = []
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = decoder.decode(raw).rstrip("\r\n")
-            if regex.search(line):
-                found.append(f"{shown}:{number}: {_cut_line(line, line_cap)}")
-                if len(found) >= room:
-                    break
-    return found

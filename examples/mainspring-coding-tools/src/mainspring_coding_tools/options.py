@@ -35,6 +35,16 @@ class CodingToolsOptions(BaseModel):
     - ``bash_max_output_chars``: output kept per command (30,000: the first and last
       halves, with the number of characters cut in between).
     - ``shell``: the shell that runs commands (``/bin/bash``, else ``/bin/sh``).
+    - ``bash_env_passthrough``: more environment variables a command may see, beyond the
+      allowlist (see :mod:`mainspring_coding_tools.environment`): exact names, or patterns
+      with ``*`` (``"PYTHON*"``). A name that looks like a secret (``*_KEY``, ``*_TOKEN``,
+      ``*_SECRET*``, ``*PASSWORD*``, ``*_CREDENTIALS``…) passes only when it is listed
+      exactly, never through a pattern.
+    - ``file_timeout_s``: the longest one ``read``, ``write``, ``edit``, ``ls`` or ``grep``
+      call may run (30 s); past it the call stops with an error result.
+    - ``allow_hard_links``: let ``read``, ``edit`` and ``grep`` open regular files that
+      have more than one hard link (default ``False``: such a file may be a second name of
+      a file outside the workspace, so it is refused).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -50,6 +60,9 @@ class CodingToolsOptions(BaseModel):
     bash_max_timeout_s: float = Field(default=600.0, gt=0)
     bash_max_output_chars: int = Field(default=30_000, ge=100)
     shell: str | None = None
+    bash_env_passthrough: tuple[str, ...] = ()
+    file_timeout_s: float = Field(default=30.0, gt=0)
+    allow_hard_links: bool = False
 
     def workspace_root(self, environ: Mapping[str, str] | None = None) -> str:
         """The configured workspace, else ``$MAINSPRING_WORKSPACE``, else the cwd."""

@@ -18,6 +18,13 @@ Concurrency (`sequential`):
   model that writes `[edit(a.py), bash("pytest")]` in one turn means "then". Any batch
   containing `bash` therefore runs one call at a time, in call order.
 
+Deadlines: each file tool call runs under a
+:class:`~mainspring_coding_tools.deadline.Deadline` of `file_timeout_s` that its worker
+thread checks as it goes (per line, entry or file), so it stops itself; the tool's own
+`timeout_s` (the kernel's bound) is set a little later as a backstop. Path resolution
+runs in the worker thread too: nothing a file tool does touches the file system on the
+event loop.
+
 Failures the model can act on (a refused path, no match, a bad regex, a missing file) are
 returned as error results with a plain message; anything unexpected raises, and the
 kernel reports it as `Tool "x" failed: ...`.
@@ -36,8 +43,10 @@ from pydantic import Field
 
 from mainspring import Tool, ToolContext, ToolResult, tool
 
-from .files import edit_file, grep_files, list_directory, read_file, write_file
+from .deadline import Deadline
+from .files import edit_file, list_directory, read_file, write_file
 from .options import CodingToolsOptions
+from .search import grep_files
 from .shell import run_command
 from .workspace import ToolFailure, Workspace
 
@@ -45,6 +54,9 @@ __all__ = ["TOOL_NAMES", "build_tools"]
 
 TOOL_NAMES: tuple[str, ...] = ("read", "write", "edit", "ls", "grep", "bash")
 """The names of the tools :func:`build_tools` returns, in that order."""
+
+_BACKSTOP_S = 5.0
+"""How much later than `file_timeout_s` the kernel's own timeout of a file tool fires."""
 
 
 async def _guarded(workspace: Workspace, action: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
@@ -69,8 +81,13 @@ def build_tools(
     """
     ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
     opts = options or CodingToolsOptions()
+    backstop_s = opts.file_timeout_s + _BACKSTOP_S
 
-    @tool(name="read")
+    def deadline(what: str, ctx: ToolContext | None = None) -> Deadline:
+        aborted = (lambda: ctx.signal.aborted) if ctx is not None else (lambda: False)
+        return Deadline(opts.file_timeout_s, what, aborted)
+
+    @tool(name="read", timeout_s=backstop_s)
     async def read(
         ctx: ToolContext,
         path: str,
@@ -89,13 +106,14 @@ def build_tools(
         """
 
         async def action() -> ToolResult:
-            target = ws.resolve(path)
+            limit_ = deadline("read", ctx)
+            target = await asyncio.to_thread(ws.resolve, path)
             async with ctx.file_lock(str(target)):
-                return await asyncio.to_thread(read_file, ws, opts, target, offset, limit)
+                return await asyncio.to_thread(read_file, ws, opts, target, offset, limit, limit_)
 
         return await _guarded(ws, action)
 
-    @tool(name="write")
+    @tool(name="write", timeout_s=backstop_s)
     async def write(ctx: ToolContext, path: str, content: str) -> ToolResult:
         """Create or overwrite a file with the given content.
 
@@ -107,13 +125,13 @@ def build_tools(
         """
 
         async def action() -> ToolResult:
-            target = ws.resolve(path)
+            target = await asyncio.to_thread(ws.resolve, path)
             async with ctx.file_lock(str(target)):
                 return await asyncio.to_thread(write_file, ws, target, content)
 
         return await _guarded(ws, action)
 
-    @tool(name="edit")
+    @tool(name="edit", timeout_s=backstop_s)
     async def edit(ctx: ToolContext, path: str, old_text: str, new_text: str) -> ToolResult:
         """Replace one exact piece of text in a file.
 
@@ -128,14 +146,14 @@ def build_tools(
         """
 
         async def action() -> ToolResult:
-            target = ws.resolve(path)
+            target = await asyncio.to_thread(ws.resolve, path)
             async with ctx.file_lock(str(target)):
-                return await asyncio.to_thread(edit_file, ws, target, old_text, new_text)
+                return await asyncio.to_thread(edit_file, ws, opts, target, old_text, new_text)
 
         return await _guarded(ws, action)
 
-    @tool(name="ls")
-    async def ls(path: str = ".") -> ToolResult:
+    @tool(name="ls", timeout_s=backstop_s)
+    async def ls(ctx: ToolContext, path: str = ".") -> ToolResult:
         """List a directory of the workspace, sorted; directories end with `/`.
 
         Args:
@@ -143,12 +161,13 @@ def build_tools(
         """
 
         async def action() -> ToolResult:
-            target = ws.resolve(path)
-            return await asyncio.to_thread(list_directory, ws, opts, target)
+            limit_ = deadline("ls", ctx)
+            target = await asyncio.to_thread(ws.resolve, path)
+            return await asyncio.to_thread(list_directory, ws, opts, target, limit_)
 
         return await _guarded(ws, action)
 
-    @tool(name="grep")
+    @tool(name="grep", timeout_s=backstop_s)
     async def grep(
         ctx: ToolContext,
         pattern: str,
@@ -156,14 +175,15 @@ def build_tools(
         glob: str | None = None,
         ignore_case: bool = False,
     ) -> ToolResult:
-        """Search files for lines matching a regular expression (Python syntax).
+        """Search files for lines matching a regular expression (RE2 syntax).
 
         Prints `path:line: text` for each matching line, up to a result limit. Binary
         and very large files, and directories such as `.git`, `.venv` and
-        `node_modules`, are skipped.
+        `node_modules`, are skipped. RE2 is Python regex syntax without backreferences,
+        lookahead/lookbehind, atomic groups and possessive quantifiers.
 
         Args:
-            pattern: The regular expression to search for.
+            pattern: The regular expression to search for (RE2 syntax).
             path: A directory to search recursively, or one file; relative to the root.
             glob: Only files matching this pattern, e.g. `*.py` (matched against the
                 file name), or `src/*.py` (against the path from the root).
@@ -171,16 +191,10 @@ def build_tools(
         """
 
         async def action() -> ToolResult:
-            target = ws.resolve(path)
+            limit_ = deadline("grep", ctx)
+            target = await asyncio.to_thread(ws.resolve, path)
             return await asyncio.to_thread(
-                grep_files,
-                ws,
-                opts,
-                target,
-                pattern,
-                glob,
-                ignore_case,
-                lambda: ctx.signal.aborted,
+                grep_files, ws, opts, target, pattern, glob, ignore_case, limit_
             )
 
         return await _guarded(ws, action)
