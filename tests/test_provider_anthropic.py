@@ -488,6 +488,27 @@ async def test_stream_without_stop_is_retryable() -> None:
     assert error.message == "anthropic: stream ended before completion" and error.retryable
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        sse(MESSAGE_STOP),
+        sse({"type": "ping"}, MESSAGE_STOP),
+        sse(message_delta("end_turn"), MESSAGE_STOP),
+        sse(message_delta("end_turn")),
+    ],
+    ids=["stop-only", "ping-stop", "delta-stop", "delta-only"],
+)
+async def test_stream_without_a_message_is_an_error(body: str) -> None:
+    error = await failure(provider(Server(body)))
+    assert error.message == "anthropic: the stream ended without a message (no message_start)"
+    assert not error.retryable
+
+
+async def test_a_message_without_content_is_still_a_reply() -> None:
+    events = await collect(provider(Server(sse(START, message_delta("end_turn"), MESSAGE_STOP))))
+    assert events[-1] == StreamDone("stop", "msg_1")
+
+
 async def test_cut_mid_event_is_retryable() -> None:
     body = sse(START) + 'event: content_block_delta\ndata: {"type":"content_blo'
     error = await failure(provider(Server(body)))

@@ -501,6 +501,41 @@ async def test_stream_without_finish_or_done_is_retryable(body: str) -> None:
     assert error.retryable
 
 
+@pytest.mark.parametrize(
+    ("body", "chunks"),
+    [
+        (sse("[DONE]"), 0),
+        (": keep-alive\n\n" + sse("[DONE]"), 0),
+        (
+            sse(
+                {"id": "chatcmpl-1", "choices": [], "usage": {"prompt_tokens": 3}},
+                "[DONE]",
+            ),
+            1,
+        ),
+        (sse('{"id": "chatcmpl-1", "choices": []}', "[DONE]"), 1),
+    ],
+    ids=["done-only", "comment-done", "usage-done", "empty-choices-done"],
+)
+async def test_stream_without_any_choice_is_an_error(body: str, chunks: int) -> None:
+    error = await failure(provider(Server(body)))
+    assert (
+        error.message
+        == f"openai: the stream ended without a reply (no choices in {chunks} chunk(s))"
+    )
+    assert not error.retryable
+
+
+async def test_chunks_without_choices_before_the_reply_are_skipped() -> None:
+    body = sse(
+        {"id": "chatcmpl-1", "choices": [], "prompt_filter_results": []},
+        chunk({"content": "x"}),
+        "[DONE]",
+    )
+    events = await collect(provider(Server(body)))
+    assert events == [TextDelta("x"), StreamDone("stop", "chatcmpl-1")]
+
+
 async def test_error_object_in_stream_maps_context_overflow() -> None:
     error = await failure(provider(Server(fixture("openai_error_in_stream.txt"))))
     assert error.context_overflow

@@ -277,7 +277,7 @@ class HTTPProvider:
                 item = ProviderError(
                     f"{self.name}: the request to {self._redacted(url)} took longer than "
                     f"{self.request_timeout_s:g} s in all (request_timeout_s); the server "
-                    "kept the connection open without finishing its reply",
+                    "had not finished its reply",
                     retryable=True,
                 )
             else:
