@@ -47,15 +47,15 @@ OPENAI_REPLY = (
     b'data: {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
     b"data: [DONE]\n\n"
 )
+_ANTHROPIC_EVENTS: list[dict[str, Any]] = [
+    {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 1}}},
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+    {"type": "message_stop"},
+]
 ANTHROPIC_REPLY = "".join(
-    f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
-    for event in [
-        {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 1}}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
-        {"type": "message_stop"},
-    ]
+    f"event: {event['type']}\ndata: {json.dumps(event)}\n\n" for event in _ANTHROPIC_EVENTS
 ).encode()
 
 
