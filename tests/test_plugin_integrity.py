@@ -351,6 +351,17 @@ def test_a_required_plugin_cannot_be_unregistered(site: Site) -> None:
     assert agent.plugins.pm.get_plugin("acme-policy") is not None
 
 
+def test_an_essential_builtin_cannot_be_unregistered(site: Site) -> None:
+    agent = build(autoload=False)
+
+    with pytest.raises(PluginLoadError, match="essential"):
+        agent.plugins.unregister("convert_to_llm")
+    with pytest.raises(PluginLoadError, match="essential"):
+        agent.plugins.pm.unregister(name="token_estimate")
+
+    assert {"convert_to_llm", "token_estimate"} <= set(listed(agent))
+
+
 # == turned-off plugins are logged ======================================================
 
 

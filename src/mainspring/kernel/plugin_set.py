@@ -93,7 +93,8 @@ class PluginSet:
         ``Agent.plugins`` and ``mainspring plugins`` no longer list it); the listeners are
         told. Tools it contributed were collected when the agent was built: what becomes
         of them is the agent's business. Raises ``KeyError`` if no plugin has that name
-        and :class:`~mainspring.PluginLoadError` if it is a required plugin.
+        and :class:`~mainspring.PluginLoadError` if it is a required plugin or an essential
+        built-in (the same holds for ``pm.unregister`` and ``pm.set_blocked``).
         """
         plugin = self.pm.get_plugin(name)
         if plugin is None:
@@ -113,6 +114,12 @@ class PluginSet:
         return normalise(name) in self.required and info is not None and info.source != "inprocess"
 
     def _check_removable(self, name: str) -> None:
+        info = self.info(name)
+        if info is not None and info.essential:
+            raise PluginLoadError(
+                f"plugin {name!r} is an essential built-in and cannot be unregistered",
+                plugin=name,
+            )
         if self._is_required(name):
             raise PluginLoadError(
                 f"plugin {name!r} is required (required_plugins) and cannot be unregistered",
