@@ -11,9 +11,12 @@ directories collected in the same pytest session.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import select
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,7 @@ from typing import Any
 import mainspring_coding_tools
 import pytest
 
-from mainspring import Agent, Settings, ToolResultMessage
+from mainspring import AbortSignal, Agent, Settings, Tool, ToolResult, ToolResultMessage
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 
 
@@ -160,3 +163,77 @@ def coding_exited() -> Callable[[int], bool]:
     if not hasattr(os, "pidfd_open"):
         pytest.skip("needs pidfd_open to watch a process")
     return exited
+
+
+class Heartbeat:
+    """Measures how long the event loop stays blocked: a task sleeps 10 ms at a time and
+    records the longest extra delay between two wake-ups (``longest``, in seconds).
+
+    ``async with Heartbeat() as beat: ...``; read ``beat.longest`` afterwards.
+    """
+
+    PERIOD_S = 0.01
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _beat(self) -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(self.PERIOD_S)
+            now = time.monotonic()
+            self.longest = max(self.longest, now - last - self.PERIOD_S)
+            last = now
+
+    async def __aenter__(self) -> Heartbeat:
+        self._task = asyncio.create_task(self._beat())
+        await asyncio.sleep(0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+class DirectContext:
+    """A :class:`mainspring.ToolContext` for calling a tool without an agent, through
+    ``Tool.validate`` and ``Tool.run`` (for tests that make hundreds of calls)."""
+
+    tool_call_id = "direct"
+
+    def __init__(self) -> None:
+        self.signal = AbortSignal()
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def update(self, partial: Any) -> None:
+        pass
+
+    @contextlib.asynccontextmanager
+    async def file_lock(self, path: str) -> AsyncIterator[None]:
+        async with self._locks.setdefault(path, asyncio.Lock()):
+            yield
+
+
+async def call_directly(tool: Tool, **arguments: Any) -> ToolResult:
+    """Validate ``arguments`` and run ``tool`` with a :class:`DirectContext`."""
+    result = await tool.run(tool.validate(arguments), DirectContext())
+    assert isinstance(result, ToolResult)
+    return result
+
+
+CallDirectly = Callable[..., Awaitable[ToolResult]]
+
+
+@pytest.fixture
+def coding_direct() -> CallDirectly:
+    """:func:`call_directly`: ``await coding_direct(tool, **arguments)``."""
+    return call_directly
+
+
+@pytest.fixture
+def coding_heartbeat() -> type[Heartbeat]:
+    """The :class:`Heartbeat` class: ``async with coding_heartbeat() as beat: ...``."""
+    return Heartbeat

@@ -49,7 +49,10 @@ async def test_bash_timeout_kills_the_whole_process_group(
 
     assert time.monotonic() - started < 10
     assert result.is_error
-    assert result.text == "started\n[timed out after 0.5 s: the process group was killed]"
+    assert (
+        result.text
+        == "started\n[timed out after 0.5 s: the command and every process it started were killed]"
+    )
     assert result.details["timed_out"] is True
     assert coding_exited(int((coding_ws / "child.pid").read_text()))  # the shell's child went too
 

@@ -2,22 +2,28 @@
 
 - The command runs as ``<shell> -c <command>`` with the workspace root as its working
   directory, standard input from ``/dev/null``, standard error merged into standard
-  output, and ``PAGER=cat``/``GIT_PAGER=cat`` so nothing waits for a terminal.
-- It runs in a new session, hence its own process group. On timeout, abort (the run's
-  signal) or cancellation, the whole group is killed with ``SIGKILL``, so children and
-  grandchildren go too. When the shell itself exits, whatever it left running in its group
-  (``cmd &``) is killed as well: a command's effects end with its call.
+  output, under a *supervisor* process (:mod:`mainspring_coding_tools.supervisor`).
+- Its environment is scrubbed (:mod:`mainspring_coding_tools.environment`): an allowlist
+  plus the ``bash_env_passthrough`` option; the agent's secrets are not passed.
+- Every process the command starts ends with the call. The supervisor is a child
+  subreaper: daemons (``setsid cmd &``, ``setsid -f``, a double fork, ``timeout N cmd &``,
+  ``setpgid``) stay its descendants, and when the shell exits, the timeout passes, the run
+  is aborted or the call is cancelled, it kills and reaps all of them before it reports.
+  The call returns only after that report (or, if the supervisor itself was killed, after
+  killing the process groups it knows of).
 - Output is kept up to a cap: the first and last halves, with the number of characters cut
   in between.
 - The result reports the exit code; a non-zero exit code or a timeout makes it an error
   result, and ``details`` carries ``exit_code``, ``timed_out``, ``output_chars`` and
   ``truncated`` for programs.
-- Progress: one ``ctx.update({"pid": ...})`` when the process has started (the id of its
-  process group), so a UI can show it is running. Output is deliberately not streamed in
-  updates: updates go to event listeners and logs without passing ``after_tool_result``
-  filters, so streaming it could leak what a redacting policy removes from the result.
+- Progress: one ``ctx.update({"pid": ...})`` when the shell has started (its pid, which is
+  also its process group id), so a UI can show it is running. Output is deliberately not
+  streamed in updates: updates go to event listeners and logs without passing
+  ``after_tool_result`` filters, so streaming it could leak what a redacting policy
+  removes from the result.
 
-POSIX only (process groups, ``os.killpg``).
+POSIX only; the subreaper (hence the end of processes that leave the process group) needs
+Linux.
 """
 
 from __future__ import annotations
@@ -27,6 +33,11 @@ import codecs
 import contextlib
 import os
 import signal as signals
+import socket
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mainspring import ToolContext, ToolResult
@@ -34,7 +45,13 @@ from mainspring import ToolContext, ToolResult
 __all__ = ["OutputBuffer", "run_command"]
 
 _DRAIN_S = 1.0
-"""How long to wait for buffered output once the process group is gone."""
+"""How long to wait for buffered output once every process of the command is gone."""
+
+_STOP_S = 10.0
+"""How long the supervisor may take to end everything once asked to stop."""
+
+SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
+"""The supervisor script, run as ``python -I -S SUPERVISOR <shell> <command>``."""
 
 
 class OutputBuffer:
@@ -86,12 +103,7 @@ def _kill_group(pgid: int) -> None:
 
 
 class _Collector(asyncio.SubprocessProtocol):
-    """Feeds the output into a buffer and reports the shell's exit and the pipe's end.
-
-    A protocol rather than ``asyncio.create_subprocess_exec``: ``Process.wait()`` returns
-    only once the output pipe is closed too, and a background child (``cmd &``) keeps it
-    open; ``process_exited`` tells when the shell itself is gone.
-    """
+    """Feeds the output into a buffer and reports the supervisor's exit and the pipe's end."""
 
     def __init__(self, buffer: OutputBuffer, loop: asyncio.AbstractEventLoop) -> None:
         self.buffer = buffer
@@ -110,11 +122,34 @@ class _Collector(asyncio.SubprocessProtocol):
             self.exited.set_result(None)
 
 
+@dataclass
+class _Report:
+    """What the supervisor said: the shell's pid, then one final line (``None``: it
+    ended without one)."""
+
+    shell_pid: int | None = None
+    final: str | None = None
+
+
+async def _listen(
+    reader: asyncio.StreamReader, report: _Report, started: Callable[[int], None]
+) -> None:
+    while line := (await reader.readline()).decode(errors="replace").strip():
+        kind, _, value = line.partition(" ")
+        if kind == "pid" and value.isdigit():
+            report.shell_pid = int(value)
+            started(report.shell_pid)
+        else:
+            report.final = line
+            return
+
+
 async def run_command(
     command: str,
     *,
     cwd: str,
     shell: str,
+    env: Mapping[str, str],
     timeout_s: float,
     max_output_chars: int,
     ctx: ToolContext,
@@ -124,45 +159,79 @@ async def run_command(
         return ToolResult.error("Not run: the run was aborted")
     loop = asyncio.get_running_loop()
     buffer = OutputBuffer(max_output_chars)
-    transport, collector = await loop.subprocess_exec(
-        lambda: _Collector(buffer, loop),
-        shell,
-        "-c",
-        command,
-        cwd=cwd,
-        env={**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"},
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
-    pgid = transport.get_pid()  # a new session: the shell leads its own process group
-    ctx.update({"pid": pgid})
+    ours, theirs = socket.socketpair()
+    try:
+        transport, collector = await loop.subprocess_exec(
+            lambda: _Collector(buffer, loop),
+            sys.executable,
+            "-I",
+            "-S",
+            SUPERVISOR,
+            shell,
+            command,
+            cwd=cwd,
+            env=dict(env),
+            stdin=theirs.fileno(),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    reader, writer = await asyncio.open_unix_connection(sock=ours)
+    report = _Report()
+    listening = asyncio.ensure_future(_listen(reader, report, lambda pid: ctx.update({"pid": pid})))
     aborted = asyncio.ensure_future(ctx.signal.wait())
     timed_out = was_aborted = False
     try:
-        await asyncio.wait(
-            {collector.exited, aborted}, timeout=timeout_s, return_when="FIRST_COMPLETED"
-        )
-        if not collector.exited.done():
+        await asyncio.wait({listening, aborted}, timeout=timeout_s, return_when="FIRST_COMPLETED")
+        if not listening.done():
             was_aborted = aborted.done()
             timed_out = not was_aborted
-        # the shell has exited, or must: end everything still running in its group, so
-        # the output pipe closes and nothing outlives the call. What was written is in
-        # the pipe already; only a process that left the group (setsid) could keep it
-        # open, and it is not waited for.
-        _kill_group(pgid)
-        await asyncio.wait({collector.exited, collector.output_closed}, timeout=_DRAIN_S)
     finally:
-        _kill_group(pgid)
         aborted.cancel()
-        if not collector.exited.done():
-            # cancelled (the kernel cancels running tools on abort): wait the few
-            # milliseconds the killed group takes to exit, so none of it outlives the call
-            await asyncio.wait({collector.exited, collector.output_closed}, timeout=_DRAIN_S)
+        await _end(transport.get_pid(), writer, listening, collector, report)
         transport.close()
+    return _result(buffer, report, timeout_s, timed_out, was_aborted)
 
-    code = transport.get_returncode()
+
+async def _end(
+    supervisor_pid: int,
+    writer: asyncio.StreamWriter,
+    listening: asyncio.Future[None],
+    collector: _Collector,
+    report: _Report,
+) -> None:
+    """Have the supervisor end everything (if it has not already), then wait for it and
+    the output; kill what can be found if it does not answer."""
+    if not listening.done():
+        with contextlib.suppress(OSError, RuntimeError):
+            writer.write_eof()  # asks the supervisor to stop
+        await asyncio.wait({listening}, timeout=_STOP_S)
+    if report.final is None:
+        # the supervisor was killed, or is stuck: end what is reachable
+        _kill_group(supervisor_pid)
+        if report.shell_pid is not None:
+            _kill_group(report.shell_pid)
+    listening.cancel()
+    await asyncio.wait({collector.exited}, timeout=_STOP_S)
+    await asyncio.wait({collector.output_closed}, timeout=_DRAIN_S)
+    writer.close()
+
+
+def _result(
+    buffer: OutputBuffer, report: _Report, timeout_s: float, timed_out: bool, was_aborted: bool
+) -> ToolResult:
+    final = report.final or ""
+    kind, _, value = final.partition(" ")
+    code: int | None = None
+    if kind == "exit":
+        code = int(value)
+    elif kind == "signal":
+        code = -int(value)
     details: dict[str, Any] = {
         "exit_code": code,
         "timed_out": timed_out,
@@ -172,11 +241,18 @@ async def run_command(
     body = buffer.text() or "(no output)"
     if not body.endswith("\n"):
         body += "\n"
+    ended = "the command and every process it started were killed"
     if was_aborted:
-        return ToolResult.error(f"{body}[aborted: the process group was killed]", details)
+        return ToolResult.error(f"{body}[aborted: {ended}]", details)
     if timed_out:
+        return ToolResult.error(f"{body}[timed out after {timeout_s:g} s: {ended}]", details)
+    if kind == "error":
+        return ToolResult.error(f"{body}[{value}]", details)
+    if report.final is None:
         return ToolResult.error(
-            f"{body}[timed out after {timeout_s:g} s: the process group was killed]", details
+            f"{body}[the command's supervisor ended unexpectedly; the process groups it "
+            "had started were killed, processes that left them may still run]",
+            details,
         )
     if code is not None and code < 0:
         return ToolResult.error(f"{body}[killed by signal {_signal_name(-code)}]", details)

@@ -21,9 +21,9 @@ Concurrency (`sequential`):
 Deadlines: each file tool call runs under a
 :class:`~mainspring_coding_tools.deadline.Deadline` of `file_timeout_s` that its worker
 thread checks as it goes (per line, entry or file), so it stops itself; the tool's own
-`timeout_s` (the kernel's bound) is set a little later as a backstop. Path resolution
-runs in the worker thread too: nothing a file tool does touches the file system on the
-event loop.
+`timeout_s` (the kernel's bound) is set a little later as a backstop. Only the path is
+resolved on the event loop, before the file lock is taken (so calls on one file take the
+lock in call order): a walk of at most `MAX_PATH_CHARS` characters and 40 symlinks.
 
 Failures the model can act on (a refused path, no match, a bad regex, a missing file) are
 returned as error results with a plain message; anything unexpected raises, and the
@@ -44,6 +44,7 @@ from pydantic import Field
 from mainspring import Tool, ToolContext, ToolResult, tool
 
 from .deadline import Deadline
+from .environment import command_environment
 from .files import edit_file, list_directory, read_file, write_file
 from .options import CodingToolsOptions
 from .search import grep_files
@@ -107,7 +108,7 @@ def build_tools(
 
         async def action() -> ToolResult:
             limit_ = deadline("read", ctx)
-            target = await asyncio.to_thread(ws.resolve, path)
+            target = ws.resolve(path)
             async with ctx.file_lock(str(target)):
                 return await asyncio.to_thread(read_file, ws, opts, target, offset, limit, limit_)
 
@@ -125,7 +126,7 @@ def build_tools(
         """
 
         async def action() -> ToolResult:
-            target = await asyncio.to_thread(ws.resolve, path)
+            target = ws.resolve(path)
             async with ctx.file_lock(str(target)):
                 return await asyncio.to_thread(write_file, ws, target, content)
 
@@ -146,7 +147,7 @@ def build_tools(
         """
 
         async def action() -> ToolResult:
-            target = await asyncio.to_thread(ws.resolve, path)
+            target = ws.resolve(path)
             async with ctx.file_lock(str(target)):
                 return await asyncio.to_thread(edit_file, ws, opts, target, old_text, new_text)
 
@@ -162,7 +163,7 @@ def build_tools(
 
         async def action() -> ToolResult:
             limit_ = deadline("ls", ctx)
-            target = await asyncio.to_thread(ws.resolve, path)
+            target = ws.resolve(path)
             return await asyncio.to_thread(list_directory, ws, opts, target, limit_)
 
         return await _guarded(ws, action)
@@ -192,7 +193,7 @@ def build_tools(
 
         async def action() -> ToolResult:
             limit_ = deadline("grep", ctx)
-            target = await asyncio.to_thread(ws.resolve, path)
+            target = ws.resolve(path)
             return await asyncio.to_thread(
                 grep_files, ws, opts, target, pattern, glob, ignore_case, limit_
             )
@@ -205,7 +206,9 @@ def build_tools(
         description=(
             "Run a shell command in the workspace root (its working directory) and return "
             "its combined stdout and stderr and its exit code. Standard input is empty, so "
-            "nothing interactive works. The command is killed, with everything it started, "
+            "nothing interactive works, and the environment holds only basic variables "
+            "(PATH, HOME, LANG...). Background processes do not outlive the call. The "
+            "command is killed, with every process it started, "
             f"after {opts.bash_timeout_s:g} s unless a timeout is given (at most "
             f"{opts.bash_max_timeout_s:g} s); output beyond {opts.bash_max_output_chars} "
             "characters is cut in the middle."
@@ -226,6 +229,7 @@ def build_tools(
             command,
             cwd=str(ws.root),
             shell=opts.shell_path(),
+            env=command_environment(os.environ, opts.bash_env_passthrough, str(ws.root)),
             timeout_s=opts.bash_timeout_s if timeout_s is None else timeout_s,
             max_output_chars=opts.bash_max_output_chars,
             ctx=ctx,

@@ -2,8 +2,9 @@
 
 A model-supplied path is handled like this:
 
-1. Refused outright: an empty path, a NUL byte, and a leading ``~`` (home-directory
-   expansion would point outside the workspace; nothing here expands it).
+1. Refused outright: an empty path, a NUL byte, a path longer than
+   :data:`MAX_PATH_CHARS`, and a leading ``~`` (home-directory expansion would point
+   outside the workspace; nothing here expands it).
 2. An absolute path must lie inside the root (as resolved, or as configured); it is then
    taken relative to the root. A relative path is relative to the root.
 3. The path is walked one component at a time from an open descriptor of the root: every
@@ -35,7 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["NotFound", "Placement", "ToolFailure", "Workspace"]
+__all__ = ["MAX_PATH_CHARS", "NotFound", "Placement", "ToolFailure", "Workspace"]
+
+MAX_PATH_CHARS: Final = 4096
+"""The longest path a tool accepts (Linux's ``PATH_MAX``): it bounds the work of a walk."""
 
 DIRECTORY_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 """Flags every directory of a walk is opened with."""
@@ -232,6 +236,10 @@ class Workspace:
             raise ToolFailure("the path is empty; give a path relative to the workspace root")
         if "\x00" in path:
             raise ToolFailure("the path contains a NUL byte")
+        if len(path) > MAX_PATH_CHARS:
+            raise ToolFailure(
+                f"the path is {len(path)} characters long; the limit is {MAX_PATH_CHARS}"
+            )
         if path.startswith("~"):
             raise ToolFailure(
                 f"{path!r}: '~' is not expanded and the home directory is outside the "
