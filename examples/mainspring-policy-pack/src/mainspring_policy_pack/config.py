@@ -7,7 +7,8 @@ reference for every key.
 
 Every problem is a :class:`PolicyError` naming the file and the key: an unreadable file,
 invalid TOML, an unknown table or key, a wrong type, a duplicate or unknown rule name, an
-invalid regular expression, a workspace that is not a directory. The plugin raises it from
+invalid regular expression (or one RE2 cannot run: see :mod:`.regex`), a workspace that
+is not a directory. The plugin raises it from
 ``register_tools``, so the agent refuses to start (``PluginLoadError``) rather than run with
 a policy other than the one its author wrote.
 """
@@ -15,15 +16,16 @@ a policy other than the one its author wrote.
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .regex import Pattern, PatternError, compile_pattern
 
 __all__ = [
     "CONFIG_ENV",
@@ -69,6 +71,7 @@ class _PatternEntry(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     kind: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
     pattern: str = Field(min_length=1)
+    check: Literal["assignment", "random"] | None = None
 
 
 class _Sandbox(_Strict):
@@ -115,18 +118,19 @@ class DenyRule:
     """A shell-command deny rule: ``regex`` found in a command blocks the call."""
 
     name: str
-    regex: re.Pattern[str]
+    regex: Pattern
     reason: str
 
 
 @dataclass(frozen=True, slots=True)
 class RedactionRule:
     """A secret shape: matches of ``regex`` (or of its ``secret`` group) become
-    ``[REDACTED:<kind>]``."""
+    ``[REDACTED:<kind>]``, if they pass ``check`` (see :mod:`.secrets`)."""
 
     name: str
     kind: str
-    regex: re.Pattern[str]
+    regex: Pattern
+    check: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,10 +168,10 @@ def _parse(text: str, where: str) -> _File:
         raise PolicyError(f"{where} is invalid: {_problems(error)}") from None
 
 
-def _compile(pattern: str, what: str, where: str) -> re.Pattern[str]:
+def _compile(pattern: str, what: str, where: str) -> Pattern:
     try:
-        return re.compile(pattern)
-    except re.error as error:
+        return compile_pattern(pattern)
+    except PatternError as error:
         raise PolicyError(f"{where}: {what} has an invalid regular expression: {error}") from None
 
 
@@ -304,6 +308,7 @@ def load_policy(
                 entry.name,
                 entry.kind or entry.name,
                 _compile(entry.pattern, f"redaction pattern {entry.name!r}", where),
+                entry.check,
             )
             for entry in patterns
         ),

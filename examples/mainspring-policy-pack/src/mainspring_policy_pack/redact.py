@@ -1,15 +1,11 @@
-"""Secret redaction: in tool results and in the messages sent to the model.
+"""Secret redaction: in tool results, progress reports and the messages sent to the model.
 
-A match of a :class:`~mainspring_policy_pack.config.RedactionRule` becomes
-``[REDACTED:<kind>]`` (only its ``secret`` group, when the pattern has one). Rules apply
-in order, each to the output of the one before.
+The text rules and their checks are in :mod:`.secrets`; this module walks values.
 
 What is redacted:
 
-- a tool result (``after_tool_result``): every text block, and ``details`` recursively
-  (strings in dicts, lists and tuples; a pydantic model is dumped to JSON-like data first;
-  any other object is replaced by its redacted ``repr``, since it could hold a secret).
-  Images are kept as they are.
+- a tool result (``after_tool_result``): every text block, and ``details``;
+- a running tool's progress report (``filter_tool_update``): the whole value;
 - the model's context (``transform_context``): the text of user messages, of assistant
   messages and of tool results, and compaction summaries. Never touched: tool calls (their
   ids and arguments, so every call keeps its result and the transcript stays valid),
@@ -17,13 +13,34 @@ What is redacted:
   is not sent them) and custom message types (render them in ``convert_to_llm`` and redact
   there if they can hold secrets).
 
-Messages are frozen: a changed message is a copy (``model_copy``), an unchanged one is
-passed on as the same object, and when nothing changed the hook returns ``None``.
+Values (``details``, progress reports) are walked the way they are serialised into events
+and session files, not the way they print, so that no field is skipped:
+
+- strings are redacted; ``bytes``/``bytearray`` are read as UTF-8 (undecodable bytes
+  replaced) and, if that holds a secret, become the redacted text;
+- dicts (keys and values), lists, tuples (named tuples too), sets and frozensets item by
+  item; an enum by its value; a path by its text;
+- a pydantic model through ``model_dump(mode="json")``, a dataclass instance through
+  *all* its fields (``repr=False`` ones too); when either holds a secret it becomes the
+  redacted plain data (a dict) in its place;
+- ``None``, booleans, numbers, dates, times, UUIDs and decimals are kept;
+- anything else (an object that is not plain data, a model that cannot be dumped, a cycle,
+  nesting deeper than :data:`MAX_DEPTH`) cannot be inspected, so it is replaced by a
+  description (``<object of type X withheld: ...>``) rather than passed on unread.
+
+A value holding no secret is returned as the same object. Messages are frozen: a changed
+message is a copy (``model_copy``), an unchanged one is passed on as the same object, and
+when nothing changed the hook returns ``None``.
 """
 
 from __future__ import annotations
 
-import re
+import dataclasses
+import datetime
+import decimal
+import enum
+import os
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,52 +56,97 @@ from mainspring import (
 )
 
 from .config import RedactionRule
+from .secrets import TextRedactor
 
-__all__ = ["Redactor"]
+__all__ = ["MAX_DEPTH", "Redactor"]
+
+MAX_DEPTH = 100
+"""Nesting deeper than this is withheld rather than walked."""
+
+_KEPT = (bool, int, float, complex, datetime.date, datetime.time, datetime.timedelta)
+_KEPT_TOO = (uuid.UUID, decimal.Decimal)
+
+
+def _withheld(value: Any, why: str) -> str:
+    kind = type(value)
+    return f"<object of type {kind.__module__}.{kind.__qualname__} withheld: {why}>"
 
 
 class Redactor:
-    """Applies redaction rules to text, tool results and messages."""
+    """Applies redaction rules to text, values, tool results and messages."""
 
-    __slots__ = ("rules",)
+    __slots__ = ("_text", "rules")
 
     def __init__(self, rules: Sequence[RedactionRule]) -> None:
         self.rules = tuple(rules)
+        self._text = TextRedactor(self.rules)
 
     def text(self, text: str) -> str:
         """``text`` with every secret replaced (the same object when there is none)."""
-        for rule in self.rules:
-            if rule.regex.search(text) is not None:
-                text = rule.regex.sub(_replacement(rule), text)
-        return text
+        return self._text(text)
 
     def value(self, value: Any) -> Any:
-        """``value`` with every string in it redacted; ``value`` itself (the same object)
-        when it holds no secret (see the module docs)."""
-        if value is None or isinstance(value, bool | int | float):
-            return value
-        if isinstance(value, str):
-            return self.text(value)
+        """``value`` with its secrets redacted, walked as it is serialised (see the module
+        docs); ``value`` itself (the same object) when it holds no secret."""
+        return self._walk(value, 0, set())
+
+    def _walk(self, value: Any, depth: int, path: set[int]) -> Any:
+        if value is None or isinstance(value, (str, *_KEPT, *_KEPT_TOO)):
+            return self._text(value) if isinstance(value, str) else value
+        if isinstance(value, bytes | bytearray | memoryview):
+            decoded = bytes(value).decode("utf-8", "replace")
+            cleaned = self._text(decoded)
+            return value if cleaned is decoded else cleaned
+        if isinstance(value, enum.Enum):
+            inner = self._walk(value.value, depth, path)
+            return value if inner is value.value else inner
+        if isinstance(value, os.PathLike):
+            shown = os.fspath(value)
+            if not isinstance(shown, str):
+                return self._walk(shown, depth, path)
+            return value if self._text(shown) is shown else self._text(shown)
+        if depth >= MAX_DEPTH:
+            return _withheld(value, f"nested deeper than {MAX_DEPTH} levels")
+        if id(value) in path:
+            return _withheld(value, "it contains itself")
+        path.add(id(value))
+        try:
+            return self._container(value, depth + 1, path)
+        finally:
+            path.discard(id(value))
+
+    def _container(self, value: Any, depth: int, path: set[int]) -> Any:
+        walk = self._walk
         if isinstance(value, dict):
-            items = [(self.value(key), self.value(item)) for key, item in value.items()]
-            if all(
-                new_key is key and new is item
-                for (new_key, new), (key, item) in zip(items, value.items(), strict=True)
-            ):
+            pairs = [(walk(k, depth, path), walk(v, depth, path)) for k, v in value.items()]
+            originals = value.items()
+            if all(nk is k and nv is v for (nk, nv), (k, v) in zip(pairs, originals, strict=True)):
                 return value
-            return dict(items)
-        if isinstance(value, list | tuple):
-            redacted = [self.value(item) for item in value]
-            if all(new is old for new, old in zip(redacted, value, strict=True)):
+            return {_hashable(key): item for key, item in pairs}
+        if isinstance(value, list | tuple | set | frozenset):
+            items = [walk(item, depth, path) for item in value]
+            if all(new is old for new, old in zip(items, value, strict=True)):
                 return value
-            return type(value)(redacted)
+            if isinstance(value, tuple) and hasattr(value, "_fields"):
+                return type(value)(*items)  # a named tuple
+            if isinstance(value, set | frozenset):
+                try:
+                    return type(value)(items)
+                except TypeError:  # a walked item became a dict
+                    return items
+            return type(value)(items) if type(value) in (list, tuple) else items
         if isinstance(value, BaseModel):
-            dumped = value.model_dump(mode="json")
-            cleaned = self.value(dumped)
+            try:
+                dumped = value.model_dump(mode="json")
+            except Exception as error:  # an unserialisable field: nothing can be checked
+                return _withheld(value, f"it cannot be dumped ({type(error).__name__})")
+            cleaned = walk(dumped, depth, path)
             return value if cleaned is dumped else cleaned
-        shown = repr(value)
-        cleaned_repr = self.text(shown)
-        return value if cleaned_repr == shown else cleaned_repr
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+            cleaned = walk(fields, depth, path)
+            return value if cleaned is fields else cleaned
+        return _withheld(value, "mainspring-policy-pack cannot look inside it for secrets")
 
     def result(self, result: ToolResult) -> ToolResult | None:
         """A redacted copy of ``result``, or ``None`` if it holds no secret."""
@@ -140,17 +202,9 @@ class Redactor:
         return out
 
 
-def _replacement(rule: RedactionRule) -> Any:
-    marker = f"[REDACTED:{rule.kind}]"
-    if "secret" not in rule.regex.groupindex:
-        return marker
-
-    def replace(match: re.Match[str]) -> str:
-        start, end = match.span("secret")
-        if start < 0:
-            return marker
-        whole = match.group(0)
-        offset = match.start()
-        return whole[: start - offset] + marker + whole[end - offset :]
-
-    return replace
+def _hashable(key: Any) -> Any:
+    try:
+        hash(key)
+    except TypeError:
+        return repr(key)  # a redacted key that became plain data
+    return key

@@ -8,6 +8,7 @@ its alias.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,21 +76,61 @@ def path_violation(policy: Policy, args: Any) -> str | None:
     return None
 
 
-_QUOTING = re.compile(r"[\"'\\]")
-_IFS = re.compile(r"\$\{?IFS\}?")
-_SPACE = re.compile(r"\s+")
+_UNQUOTE = str.maketrans("", "", "\"'\\")
+_IFS = re.compile(r"\$\{?IFS\}?")  # cannot backtrack: linear in the text
+
+
+def _resolve_parents(word: str) -> str:
+    """``word`` with ``name/..`` resolved if it is an absolute (or ``~``) path."""
+    home = word.startswith("~/")
+    if "/.." not in word or not (home or word.startswith("/")):
+        return word
+    body = word[1:] if home else word
+    normal = posixpath.normpath(body)
+    if body.endswith(("/", "/..")) and normal != "/":
+        normal += "/"
+    return ("~" if home else "") + normal
+
+
+def _normalised(plain: str) -> str:
+    """``plain`` with ``//`` collapsed, ``/./`` and a trailing ``/.`` dropped, and
+    ``name/..`` resolved in absolute paths: ``/tmp/../`` and ``/./`` become ``/``."""
+    text = plain
+    for run, single in (("//", "/"), ("/./", "/")):
+        while run in text:  # each pass at least halves the runs: O(n log n) at worst
+            text = text.replace(run, single)
+    for end in " ;&|)":
+        text = text.replace("/." + end, "/" + end)
+    if text.endswith("/."):
+        text = text[:-1]
+    if "/.." in text:
+        text = " ".join([_resolve_parents(word) for word in text.split(" ")])
+    return text
 
 
 def _variants(command: str) -> list[str]:
-    """The command as written, and with quoting removed and whitespace collapsed (so
-    ``"r""m" -rf /`` or ``sudo${IFS}ls`` are seen for what they run)."""
-    plain = _SPACE.sub(" ", _IFS.sub(" ", _QUOTING.sub("", command))).strip()
-    return [command] if plain == command else [command, plain]
+    """The command as written; with quoting removed and whitespace collapsed (so
+    ``"r""m" -rf /`` or ``sudo${IFS}ls`` are seen for what they run); and that with its
+    absolute paths normalised (:func:`_normalised`). Each step is linear in the command's
+    length."""
+    plain = command.translate(_UNQUOTE)
+    if "IFS" in plain:
+        plain = _IFS.sub(" ", plain)
+    plain = " ".join(plain.split())
+    variants = [command]
+    if plain != command:
+        variants.append(plain)
+    if "//" in plain or "/." in plain:
+        normal = _normalised(plain)
+        if normal != plain:
+            variants.append(normal)
+    return variants
 
 
 def command_violation(policy: Policy, tool_name: str, args: Any) -> str | None:
     """The Block reason if ``tool_name`` is a shell tool and a deny rule matches one of
-    its commands."""
+    its commands. The rules are RE2 patterns, so this takes time linear in the length of
+    the commands."""
     if tool_name not in policy.shell_tools:
         return None
     pairs = list(arguments(args))
@@ -97,8 +138,9 @@ def command_violation(policy: Policy, tool_name: str, args: Any) -> str | None:
     if not commands:  # a shell tool with an unexpected schema: check every string
         commands = [value for _, value in pairs if isinstance(value, str)]
     for command in commands:
-        for variant in _variants(command):
-            for rule in policy.deny_rules:
-                if rule.regex.search(variant):
-                    return f"shell command denied by rule {rule.name!r}: {rule.reason}"
+        # encoded once per variant: RE2 would otherwise encode the text for every rule
+        encoded = [variant.encode("utf-8", "surrogatepass") for variant in _variants(command)]
+        for rule in policy.deny_rules:
+            if any(rule.regex.search(variant) is not None for variant in encoded):
+                return f"shell command denied by rule {rule.name!r}: {rule.reason}"
     return None
