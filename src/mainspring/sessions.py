@@ -1,31 +1,57 @@
-"""Session files: an append-only JSONL record of a transcript.
+"""Session files: an append-only JSONL record of one conversation.
 
 Line 1 is a header ``{"type": "session", "version": 1, "model": "p:id", "system_prompt":
 ..., "created": ts}``. Then one line per transcript entry, ``{"type": "message",
 "message": {...}}``, and one per compaction, ``{"type": "compaction", "messages": [...]}``,
-whose messages replace the transcript. Lines are written whole and flushed one at a time,
-so a crash can only tear the last line: :func:`read_session` reports a torn last line and
-skips it; anything else malformed is a :class:`SessionFormatError` naming the line.
+whose messages replace the transcript. Reading (:func:`read_session`):
+
+- a last line without its newline is kept when it is a complete JSON object, and reported
+  (``torn_line``) and skipped when it is not: only a crash mid-write leaves one;
+- the transcript must keep the tool-call invariants the kernel keeps: every tool result
+  answers a call of the assistant message before it, once, and every call is answered
+  before the next assistant message. An orphan or second result, or a call left without a
+  result, is a :class:`SessionFormatError` naming the line;
+- one exception: when the file *ends* in the middle of a tool batch (the program stopped
+  while tools ran, so only some results were written), the calls without a result get an
+  error result saying so (:data:`INTERRUPTED`), added after the recorded ones and counted
+  in :attr:`Session.synthesized`; a warning names the line. Resuming such a file goes on
+  like a run that was aborted mid-batch (the session writer records those results first);
+- anything else malformed is a :class:`SessionFormatError` naming the line.
+
+Writing is the built-in ``session_writer`` plugin's job (its module states the rules);
+:func:`encode_message` is total, so what a tool returned can never make writing fail.
+One file holds one conversation: :mod:`mainspring.session_files` (consulted by the
+``Agent`` constructor) refuses a file that holds another conversation or that another
+agent is writing, with a :class:`SessionConflictError`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from .logs import get_logger
-from .messages import AssistantMessage, CompactionSummary, ToolResultMessage, UserMessage
+from .messages import (
+    AssistantMessage,
+    CompactionSummary,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+)
 
 __all__ = [
     "FORMAT_VERSION",
+    "INTERRUPTED",
     "CustomMessage",
     "Session",
+    "SessionConflictError",
     "SessionFormatError",
     "decode_message",
     "encode_message",
@@ -34,6 +60,15 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
+
+INTERRUPTED = (
+    "No result was recorded for this tool call: the program stopped while the tool ran. "
+    "It may or may not have taken effect."
+)
+"""The text of the error result given on reading to a call the file holds no result for."""
+
+MAX_DEPTH = 64
+"""Past this nesting, :func:`encode_message` writes a description instead of the value."""
 
 log = get_logger("mainspring.sessions")
 
@@ -52,6 +87,7 @@ _KNOWN: dict[str, TypeAdapter[Any]] = {
     "tool_result": TypeAdapter(ToolResultMessage),
     "compaction": TypeAdapter(CompactionSummary),
 }
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
 
 class SessionFormatError(ValueError):
@@ -63,12 +99,108 @@ class SessionFormatError(ValueError):
         super().__init__(f"{path}:{line}: {reason}")
 
 
+class SessionConflictError(ValueError):
+    """A session file is not this agent's to write: it holds another conversation, or
+    another agent is writing it (one file, one conversation, one writer at a time)."""
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        self.path = str(path)
+        super().__init__(f"session file {self.path}: {reason}")
+
+
+# -- encoding -----------------------------------------------------------------------------
+
+
 def encode_message(message: Any) -> dict[str, Any]:
-    """The JSON form of a transcript entry."""
-    if isinstance(message, BaseModel):
-        data: dict[str, Any] = message.model_dump(mode="json")
-        return data
-    raise TypeError(f"cannot store {message!r}: transcript entries are pydantic models")
+    """The JSON form of a transcript entry. Total: it never raises.
+
+    For what pydantic can dump, this is ``model_dump(mode="json")``. A value it cannot
+    (an ``object()``, a lock, a generator, non-UTF-8 bytes, a circular or too deeply nested
+    structure, in ``ToolResult.details`` say) is written as a short description naming its
+    type, such as ``"<unserializable: _thread.lock>"``, never its ``repr``; the rest of the
+    entry is kept. A generator or iterator is never iterated. Floats that are not finite
+    are written as ``null``. A non-pydantic entry is written as its public attributes.
+    """
+    plain = not isinstance(message, BaseModel) and hasattr(message, "__dict__")
+    data = _walk(_public_fields(message) if plain else message, 0, set())
+    assert isinstance(data, dict)
+    data.setdefault("role", _walk(getattr(message, "role", None), 0, set()))
+    return data
+
+
+def _walk(value: Any, depth: int, above: set[int]) -> Any:
+    """``value`` as JSON-able data; ``above`` holds the ids of the containers above it."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, bytes | bytearray | memoryview):
+        data = bytes(value)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"<bytes: {len(data)} bytes, not UTF-8>"
+    if not isinstance(value, dict | list | tuple | set | frozenset | BaseModel) and not (
+        is_dataclass(value) and not isinstance(value, type)
+    ):
+        if isinstance(value, Iterator) or (not hasattr(value, "__dict__") and callable(value)):
+            return f"<unserializable: {_type_name(value)}>"
+        try:  # dates, enums, UUIDs, paths, decimals...
+            return _ANY.dump_python(value, mode="json")
+        except Exception:
+            return f"<unserializable: {_type_name(value)}>"
+    if depth >= MAX_DEPTH:
+        return f"<nested deeper than {MAX_DEPTH}: {_type_name(value)}>"
+    if id(value) in above:
+        return f"<circular reference: {_type_name(value)}>"
+    above.add(id(value))
+    try:
+        if isinstance(value, list | tuple | set | frozenset):
+            return [_walk(item, depth + 1, above) for item in value]
+        items = value if isinstance(value, dict) else _public_fields(value)
+        return {_key(key): _walk(item, depth + 1, above) for key, item in items.items()}
+    finally:
+        above.discard(id(value))
+
+
+def _public_fields(value: Any) -> dict[str, Any]:
+    if isinstance(value, BaseModel):
+        found = {name: getattr(value, name) for name in type(value).model_fields}
+        found.update(value.model_extra or {})
+        return found
+    names = (
+        [f.name for f in fields(value)]
+        if is_dataclass(value)
+        else [*getattr(value, "__dict__", ())]
+    )
+    return {name: getattr(value, name) for name in names if not name.startswith("_")}
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool | int | float):
+        return json.dumps(key)
+    return f"<{_type_name(key)}>"
+
+
+def encode_line(record: dict[str, Any]) -> bytes:
+    """One JSONL line of ``record`` (JSON-able data), UTF-8, with its newline.
+
+    Text is written as UTF-8; a string holding a lone surrogate, which UTF-8 cannot hold,
+    makes the line fall back to ``\\u`` escapes, which read back to the same string.
+    """
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(record, separators=(",", ":")).encode("ascii") + b"\n"
 
 
 def decode_message(data: Any) -> Any:
@@ -81,32 +213,52 @@ def decode_message(data: Any) -> Any:
     return adapter.validate_python(data)
 
 
-def header_line(model: str, system_prompt: str) -> str:
-    """The header line of a new session file (with its newline)."""
-    header = {
+def header_record(model: str, system_prompt: str) -> dict[str, Any]:
+    """The header record of a new session file."""
+    return {
         "type": "session",
         "version": FORMAT_VERSION,
         "model": model,
         "system_prompt": system_prompt,
         "created": time.time(),
     }
-    return json.dumps(header, ensure_ascii=False) + "\n"
+
+
+def header_line(model: str, system_prompt: str) -> str:
+    """The header line of a new session file (with its newline)."""
+    return json.dumps(header_record(model, system_prompt), ensure_ascii=False) + "\n"
+
+
+# -- reading ------------------------------------------------------------------------------
 
 
 @dataclass
 class Session:
-    """What a session file holds."""
+    """What a session file holds.
+
+    ``messages`` is the transcript; its last ``synthesized`` entries are not in the file
+    but added on reading: error results for the calls of the assistant message on line
+    ``interrupted_line``, which the file ends before answering. ``torn_line`` is the
+    number of a torn last line that was skipped.
+    """
 
     model: str
     system_prompt: str
     messages: list[Any] = field(default_factory=list)
     torn_line: int | None = None
     kind: Literal["session"] = "session"
+    interrupted_line: int | None = None
+    synthesized: int = 0
 
 
 def read_session(path: str | os.PathLike[str]) -> Session:
-    """Read a session file; a torn last line is logged and skipped."""
-    raw = Path(path).read_bytes()
+    """Read a session file (the module docstring states the rules)."""
+    with open(path, "rb") as handle:
+        return parse_session(path, handle.read())
+
+
+def parse_session(path: str | os.PathLike[str], raw: bytes) -> Session:
+    """:func:`read_session` of ``raw``, the bytes of the file ``path``."""
     lines = raw.split(b"\n")
     ends_clean = raw.endswith(b"\n")
     if ends_clean:
@@ -114,27 +266,26 @@ def read_session(path: str | os.PathLike[str]) -> Session:
     if not lines or not lines[0].strip():
         raise SessionFormatError(path, 1, "the file is empty; expected a session header")
     session: Session | None = None
+    calls = _Calls(path)
     for number, line in enumerate(lines, start=1):
-        last = number == len(lines)
         try:
             record = json.loads(line)
             if not isinstance(record, dict):
                 raise ValueError("a line must be a JSON object")
         except ValueError as error:
-            if last and not ends_clean:
+            if number == len(lines) and not ends_clean:
+                if session is None:
+                    raise SessionFormatError(path, 1, "the header line is torn") from None
                 log.warning("session_torn_line_skipped", path=str(path), line=number)
-                assert session is not None or number > 1
-                if session is not None:
-                    session.torn_line = number
+                session.torn_line = number
                 break
             raise SessionFormatError(path, number, f"not valid JSON: {error}") from None
-        if number == 1:
+        if session is None:
             session = _header(path, record)
-            continue
-        assert session is not None
-        _apply(path, number, session, record)
-    if session is None:
-        raise SessionFormatError(path, 1, "the header line is torn")
+        else:
+            _apply(path, number, session, record, calls)
+    assert session is not None
+    calls.finish(session)
     return session
 
 
@@ -152,17 +303,93 @@ def _header(path: str | os.PathLike[str], record: dict[str, Any]) -> Session:
     return Session(model=model, system_prompt=prompt)
 
 
-def _apply(path: str | os.PathLike[str], number: int, session: Session, record: Any) -> None:
+def _apply(
+    path: str | os.PathLike[str], number: int, session: Session, record: Any, calls: _Calls
+) -> None:
     kind = record.get("type")
     try:
         if kind == "message":
-            session.messages.append(decode_message(record.get("message")))
+            message = decode_message(record.get("message"))
+            calls.add(message, number)
+            session.messages.append(message)
         elif kind == "compaction":
             entries = record.get("messages")
             if not isinstance(entries, list):
                 raise ValueError("a compaction line needs a 'messages' list")
-            session.messages[:] = [decode_message(entry) for entry in entries]
+            messages = [decode_message(entry) for entry in entries]
+            calls.restart()
+            for message in messages:
+                calls.add(message, number)
+            calls.close("the end of the compaction")
+            session.messages[:] = messages
         else:
             raise ValueError(f"unknown line type {kind!r}")
     except (ValueError, ValidationError) as error:
+        if isinstance(error, SessionFormatError):
+            raise
         raise SessionFormatError(path, number, str(error)) from None
+
+
+class _Calls:
+    """The open tool batch of a transcript being read: its invariants, line by line."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = path
+        self.restart()
+
+    def restart(self) -> None:
+        self.batch: AssistantMessage | None = None
+        self.line = 0
+        self.answered: dict[str, bool] = {}
+        self.other_after = False  # a non-result entry came after the batch's message
+
+    def add(self, message: Any, line: int) -> None:
+        if isinstance(message, AssistantMessage):
+            self.close(f"the next assistant message (line {line})")
+            self.batch, self.line, self.other_after = message, line, False
+            self.answered = {call.id: False for call in message.tool_calls}
+        elif isinstance(message, ToolResultMessage):
+            call_id = message.tool_call_id
+            if call_id not in self.answered:
+                raise SessionFormatError(
+                    self.path,
+                    line,
+                    f"a tool result for call {call_id!r}, which the assistant message "
+                    "before it did not make",
+                )
+            if self.answered[call_id]:
+                raise SessionFormatError(self.path, line, f"a second result for call {call_id!r}")
+            self.answered[call_id] = True
+        else:
+            self.other_after = True
+
+    def missing(self) -> list[str]:
+        return [call_id for call_id, done in self.answered.items() if not done]
+
+    def close(self, before: str) -> None:
+        if missing := ", ".join(map(repr, self.missing())):
+            problem = f"tool call(s) {missing} have no result before {before}"
+            raise SessionFormatError(self.path, self.line, problem)
+
+    def finish(self, session: Session) -> None:
+        """At the end of the file: give an interrupted batch's open calls their results."""
+        missing = self.missing()
+        if not missing or self.batch is None:
+            return
+        if self.other_after:
+            self.close("the messages after it")
+        batch = self.batch
+        for call in batch.tool_calls:
+            if call.id in missing:
+                session.messages.append(
+                    ToolResultMessage(
+                        tool_call_id=call.id,
+                        tool_name=call.name,
+                        content=(TextContent(text=INTERRUPTED),),
+                        is_error=True,
+                        timestamp=batch.timestamp,
+                    )
+                )
+        session.synthesized = len(missing)
+        session.interrupted_line = self.line
+        log.warning("session_interrupted_tool_calls", path=str(self.path), line=self.line)
