@@ -3,6 +3,7 @@ load (the agent does not start)."""
 
 from __future__ import annotations
 
+import logging
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,6 +105,79 @@ def test_each_agent_has_its_own_policy(policy_file: Any) -> None:
     assert mainspring_policy_pack.policy_for(lax).shell is False
 
 
+# -- patterns are RE2: Python spellings RE2 has an equivalent for are translated -------------
+
+VERBOSE_RULE = """
+[[shell.deny]]
+name = "verbose"
+reason = "force push"
+pattern = '''(?x)
+    \\bgit \\s++ push   # possessive, and a comment
+    \\ --force\\Z
+'''
+"""
+
+
+async def test_verbose_and_possessive_patterns_are_translated_for_re2(
+    policy_run: Any, policy_file: Any
+) -> None:
+    steps = [
+        [
+            faux.tool_call("bash", {"command": "git push --force"}),
+            faux.tool_call("bash", {"command": "git push --force-with-lease"}),
+        ],
+        faux.text("ok"),
+    ]
+
+    run = await policy_run(steps, config=policy_file(VERBOSE_RULE))
+
+    assert [d.decision for d in run.decisions()] == ["block", "allow"]
+
+
+# -- switched off, the pack says so ---------------------------------------------------------
+
+ALL_OFF = """
+[sandbox]
+enabled = false
+[shell]
+enabled = false
+[redaction]
+results = false
+context = false
+"""
+
+
+def test_a_policy_that_turns_the_pack_off_is_logged_as_a_warning(
+    policy_file: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mainspring")
+    path = policy_file(ALL_OFF)
+    monkeypatch.setenv("MAINSPRING_POLICY_FILE", str(path))
+
+    _agent({"workspace": str(path.parent)})
+
+    (record,) = [r for r in caplog.records if r.name == "mainspring.policy_pack"]
+    assert record.levelno == logging.WARNING
+    message = record.getMessage()
+    assert message.startswith(f"{PLUGIN}: the policy file {path} turns off ")
+    for part in ("sandbox", "shell deny rules", "redaction in tool results", "context"):
+        assert part in message
+
+
+def test_dropped_default_rules_are_named_and_the_default_policy_is_quiet(
+    policy_file: Any, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mainspring")
+    path = policy_file('[shell]\ndisable = ["fork-bomb"]\n[redaction]\nuse_defaults = false\n')
+
+    _agent({"workspace": str(tmp_path)})
+    _agent({"config": str(path), "workspace": str(tmp_path)})
+
+    (record,) = [r for r in caplog.records if r.name == "mainspring.policy_pack"]
+    assert "the default shell deny rules fork-bomb" in record.getMessage()
+    assert "the default redaction patterns private_key, private_key_body" in record.getMessage()
+
+
 # -- broken policies stop the agent from starting ---------------------------------------------
 
 BROKEN = [
@@ -124,6 +198,15 @@ BROKEN = [
     ('[[redaction.patterns]]\nname = "api_key"\npattern = "x"\n', "two entries named api_key"),
     ('[[redaction.patterns]]\nname = "has space"\npattern = "x"\n', "redaction.patterns.0.name"),
     ('[sandbox]\nworkspace = "does/not/exist"\n', "is not an existing directory"),
+    (
+        '[[shell.deny]]\nname = "x"\npattern = \'rm(?= -rf)\'\nreason = "r"\n',
+        "deny rule 'x' has an invalid regular expression: a lookahead (?=...) is not supported",
+    ),
+    (
+        "[[redaction.patterns]]\nname = \"x\"\npattern = '(a)\\1'\n",
+        "redaction pattern 'x' has an invalid regular expression: a backreference",
+    ),
+    ('[[redaction.patterns]]\nname = "x"\npattern = "y"\ncheck = "maybe"\n', "check"),
 ]
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import mainspring_policy_pack
 import pytest
 
-from mainspring.testing import faux
+from mainspring import Agent, Settings, ToolCall
+from mainspring.testing import FauxProvider, faux
 
 PLUGIN = "mainspring-policy-pack"
 
@@ -44,6 +47,19 @@ DENIED = [
     ("dd if=/dev/zero of=/dev/sda bs=1M", "disk-wipe"),
     ("chown -R nobody /", "recursive-chmod-root"),
     (":(){ :|:& };:", "fork-bomb"),
+    ("bomb(){ bomb|bomb& };bomb", "fork-bomb"),
+    ("f(){ f & f; }; f", "fork-bomb"),
+    ("function boom { boom | boom & }; boom", "fork-bomb"),
+    ("perl -e 'fork while fork'", "fork-bomb"),
+    ("cd / && rm -rf *", "rm-root-after-cd"),
+    ("cd; rm -rf .", "rm-root-after-cd"),
+    ("cd /usr && rm -r -f ./*", "rm-root-after-cd"),
+    ("rm -rf //", "rm-root"),
+    ("rm -rf /.", "rm-root"),
+    ("rm -rf /./", "rm-root"),
+    ("rm -rf /tmp/../", "rm-root"),
+    ("rm -rf /var/lib/../../etc", "rm-root"),
+    ("chmod -R 777 /usr/", "recursive-chmod-root"),
     ("shutdown -h now", "power"),
     ("systemctl reboot", "power"),
 ]
@@ -64,6 +80,14 @@ ALLOWED = [
     "dd if=/dev/zero of=/dev/null count=1",
     "chmod -R 755 build",
     "sed -i s/a/b/ config.ini",
+    "rm -rf ./build",
+    "rm -rf /tmp/x",
+    "rm -rf /tmp/x/../y",
+    "cd /tmp/work && rm -rf *",
+    "cd / && ls",
+    "greet(){ echo hi; }; greet",
+    "serve(){ python -m http.server & }; serve",
+    "chmod -R 755 ./dist",
 ]
 
 
@@ -156,3 +180,28 @@ async def test_shell_rules_can_be_turned_off(policy_run: Any, policy_file: Any) 
     run = await policy_run([faux.tool_call("bash", {"command": "sudo ls"}), "ok"], config)
 
     assert run.decisions()[0].decision == "allow"
+
+
+def test_rule_evaluation_is_linear_in_the_command_length(tmp_path: Any) -> None:
+    """Commands built to make backtracking rules take quadratic time (``chmod -R `` or
+    ``rm -r `` repeated: 16,000 of them took tens of seconds) are decided in time
+    proportional to their length: 1 MB well under a second."""
+    agent = Agent(
+        model="faux:test",
+        provider=FauxProvider([]),
+        plugins=[mainspring_policy_pack],
+        autoload=False,
+        settings=Settings(plugin_options={PLUGIN: {"workspace": str(tmp_path)}}),
+    )
+    units = ["chmod -R ", "rm -r ", "cd / && ", "f(){ f|", "curl x | ", "rm -r /tmp/../ "]
+    worst = 0.0
+    for size in (16_000, 128_000, 1_000_000):  # the small sizes fail fast if it is not linear
+        for unit in units:
+            command = (unit * (size // len(unit) + 1))[:size]
+            call = ToolCall(id="c", name="bash", arguments={"command": command})
+            start = time.perf_counter()
+            mainspring_policy_pack.before_tool_call(call, {"command": command}, agent)
+            elapsed = time.perf_counter() - start
+            worst = max(worst, elapsed) if size == 1_000_000 else worst
+            assert elapsed < 0.1 + 0.9 * size / 1_000_000, (unit, size, elapsed)
+    print(f"\nshell deny rules: longest evaluation of a 1 MB command {worst * 1000:.0f} ms")

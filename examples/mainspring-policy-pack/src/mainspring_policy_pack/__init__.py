@@ -21,6 +21,12 @@ A refused call is blocked with a reason; the model sees it as an error tool resu
 event stream records a ``tool_decision`` of ``block`` naming ``mainspring-policy-pack``.
 Allowed calls get a ``tool_decision`` of ``allow`` (from the kernel, with no plugin).
 
+**Switched off, it says so.** A policy that turns off a part the default has on (the
+sandbox, the shell rules, result or context redaction) or drops default rules or patterns
+is logged when the agent is built: a WARNING from the ``mainspring.policy_pack`` logger
+naming each (:meth:`Policy.weakened`). To make sure the pack is loaded at all, list it in
+the kernel's ``required_plugins`` setting.
+
 **Configuration.** The policy file is ``plugin_options["mainspring-policy-pack"]
 ["config"]``, else ``$MAINSPRING_POLICY_FILE``; without one the documented default policy
 (``default_policy.toml``, :data:`DEFAULT_POLICY_TOML`) applies. The workspace is the file's
@@ -56,6 +62,7 @@ from typing import Any
 
 import mainspring
 from mainspring import Block, StopRun, ToolResult, hookimpl
+from mainspring.logs import get_logger
 
 from .config import (
     CONFIG_ENV,
@@ -95,6 +102,9 @@ name = PLUGIN_NAME
 an in-process plugin by its ``name`` attribute, so ``tool_decision.plugin`` and errors say
 ``mainspring-policy-pack`` whether the pack was installed or passed in."""
 
+log = get_logger("mainspring.policy_pack")
+"""This pack's logger (under ``mainspring``, so the CLI's log settings apply to it)."""
+
 _policies: weakref.WeakKeyDictionary[Any, tuple[Policy, Redactor]] = weakref.WeakKeyDictionary()
 
 
@@ -102,6 +112,14 @@ def _load(agent: mainspring.Agent) -> tuple[Policy, Redactor]:
     policy = load_policy(agent.settings.plugin_options.get(PLUGIN_NAME, {}))
     loaded = (policy, Redactor(policy.redaction_rules))
     _policies[agent] = loaded
+    weakened = policy.weakened()
+    if weakened:
+        log.warning(
+            f"{PLUGIN_NAME}: {policy.source} turns off " + "; ".join(weakened),
+            plugin=PLUGIN_NAME,
+            policy=policy.source,
+            off=weakened,
+        )
     return loaded
 
 

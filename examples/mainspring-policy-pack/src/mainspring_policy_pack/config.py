@@ -149,6 +149,31 @@ class Policy:
     redact_context: bool
     redaction_rules: tuple[RedactionRule, ...]
 
+    def weakened(self) -> list[str]:
+        """What this policy turns off that the default policy has on, one phrase each
+        (empty for a policy at least as strict as the default): a part switched off, or
+        default rules or patterns dropped."""
+        off = []
+        if not self.sandbox:
+            off.append("the workspace sandbox (sandbox.enabled = false)")
+        if not self.shell:
+            off.append("the shell deny rules (shell.enabled = false)")
+        else:
+            names = {rule.name for rule in self.deny_rules}
+            dropped = [entry.name for entry in _DEFAULTS.shell.deny if entry.name not in names]
+            if dropped:
+                off.append(f"the default shell deny rules {', '.join(dropped)}")
+        if not self.redact_results:
+            off.append("secret redaction in tool results (redaction.results = false)")
+        if not self.redact_context:
+            off.append("secret redaction in the model's context (redaction.context = false)")
+        if self.redact_results or self.redact_context:
+            names = {rule.name for rule in self.redaction_rules}
+            dropped = [p.name for p in _DEFAULTS.redaction.patterns if p.name not in names]
+            if dropped:
+                off.append(f"the default redaction patterns {', '.join(dropped)}")
+        return off
+
 
 def _problems(error: ValidationError) -> str:
     return "; ".join(

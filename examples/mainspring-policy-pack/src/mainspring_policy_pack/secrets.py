@@ -35,7 +35,8 @@ _CODE_WORDS = frozenset(
         *("none", "null", "nil", "true", "false", "undefined", "required", "unknown"),
         *("str", "string", "bytes", "int", "integer", "number", "boolean", "bool", "any"),
         *("optional", "secretstr", "secretbytes", "object", "char", "text", "void"),
-        *("self", "this", "cls"),
+        *("self", "this", "cls", "await", "new", "function", "lambda", "yield", "async"),
+        *("typeof", "not", "await_", "fn", "func", "def", "return"),
     }
 )
 # (the patterns below run on one short value at a time, never on model-sized text)
