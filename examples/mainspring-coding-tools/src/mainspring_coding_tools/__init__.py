@@ -3,8 +3,14 @@
 Installed, this plugin gives every agent six tools: ``read``, ``write``, ``edit``, ``ls``,
 ``grep`` and ``bash`` (see :mod:`mainspring_coding_tools.tools`). Every path argument is
 resolved inside one workspace root and refused if it leaves it (``..``, an absolute path
-elsewhere, a symlink out, ``~``; see :mod:`mainspring_coding_tools.workspace`); ``bash``
-runs with the root as its working directory, under a timeout and an output cap.
+elsewhere, a symlink out, ``~``; see :mod:`mainspring_coding_tools.workspace`), and files
+are opened through directory descriptors with ``O_NOFOLLOW``, so a swapped symlink cannot
+redirect them; files with several hard links are refused. ``grep`` matches in linear time
+(RE2, :mod:`mainspring_coding_tools.patterns`) and every file tool has a deadline.
+``bash`` runs with the root as its working directory, a scrubbed environment
+(:mod:`mainspring_coding_tools.environment`), a timeout and an output cap, under a
+supervisor that ends every process the command started
+(:mod:`mainspring_coding_tools.supervisor`).
 
 The root is, in order: ``plugin_options["mainspring-coding-tools"]["workspace"]`` of the
 agent's settings, ``$MAINSPRING_WORKSPACE``, the current directory when the agent is

@@ -31,12 +31,16 @@ from .options import CodingToolsOptions
 from .workspace import DIRECTORY_FLAGS, NotFound, ToolFailure, Workspace
 
 __all__ = [
+    "FILE_FLAGS",
     "SNIFF_BYTES",
+    "changed",
     "cut_line",
     "edit_file",
     "list_directory",
+    "open_directory",
     "open_regular",
     "read_file",
+    "replace_atomically",
     "write_file",
 ]
 

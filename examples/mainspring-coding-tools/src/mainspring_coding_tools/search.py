@@ -25,10 +25,10 @@ from pathlib import Path
 from mainspring import ToolResult
 
 from .deadline import Deadline
-from .files import DIRECTORY_FLAGS, FILE_FLAGS, SNIFF_BYTES, cut_line, open_directory, open_regular
+from .files import FILE_FLAGS, SNIFF_BYTES, cut_line, open_directory, open_regular
 from .options import CodingToolsOptions
 from .patterns import compile_glob, compile_pattern
-from .workspace import NotFound, Placement, ToolFailure, Workspace
+from .workspace import DIRECTORY_FLAGS, NotFound, Placement, ToolFailure, Workspace
 
 __all__ = ["SKIPPED_DIRECTORIES", "grep_files"]
 

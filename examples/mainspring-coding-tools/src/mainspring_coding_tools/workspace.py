@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["MAX_PATH_CHARS", "NotFound", "Placement", "ToolFailure", "Workspace"]
+__all__ = ["DIRECTORY_FLAGS", "MAX_PATH_CHARS", "NotFound", "Placement", "ToolFailure", "Workspace"]
 
 MAX_PATH_CHARS: Final = 4096
 """The longest path a tool accepts (Linux's ``PATH_MAX``): it bounds the work of a walk."""
