@@ -105,35 +105,6 @@ def test_each_agent_has_its_own_policy(policy_file: Any) -> None:
     assert mainspring_policy_pack.policy_for(lax).shell is False
 
 
-# -- patterns are RE2: Python spellings RE2 has an equivalent for are translated -------------
-
-VERBOSE_RULE = """
-[[shell.deny]]
-name = "verbose"
-reason = "force push"
-pattern = '''(?x)
-    \\bgit \\s++ push   # possessive, and a comment
-    \\ --force\\Z
-'''
-"""
-
-
-async def test_verbose_and_possessive_patterns_are_translated_for_re2(
-    policy_run: Any, policy_file: Any
-) -> None:
-    steps = [
-        [
-            faux.tool_call("bash", {"command": "git push --force"}),
-            faux.tool_call("bash", {"command": "git push --force-with-lease"}),
-        ],
-        faux.text("ok"),
-    ]
-
-    run = await policy_run(steps, config=policy_file(VERBOSE_RULE))
-
-    assert [d.decision for d in run.decisions()] == ["block", "allow"]
-
-
 # -- switched off, the pack says so ---------------------------------------------------------
 
 ALL_OFF = """

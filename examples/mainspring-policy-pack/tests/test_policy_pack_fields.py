@@ -100,10 +100,9 @@ def policy_hook(tmp_path: Path) -> Any:
         (Pair("token", TOKEN), Pair("token", "[REDACTED:github_token]")),
         ({"tags": frozenset({TOKEN})}, {"tags": frozenset({"[REDACTED:github_token]"})}),
         ([f"api_key={TOKEN}".encode()], ["api_key=[REDACTED:github_token]"]),
-        ({TOKEN: 1}, {"[REDACTED:github_token]": 1}),
         ((Credentials("a", TOKEN),), ({"user": "a", "token": "[REDACTED:github_token]"},)),
     ],
-    ids=["named-tuple", "frozenset", "bytes", "dict-key", "dataclass-in-tuple"],
+    ids=["named-tuple", "frozenset", "bytes", "dataclass-in-tuple"],
 )
 def test_every_container_is_walked(policy_hook: Any, value: Any, expected: Any) -> None:
     assert policy_hook(value) == expected
@@ -112,16 +111,12 @@ def test_every_container_is_walked(policy_hook: Any, value: Any, expected: Any) 
 def test_what_cannot_be_walked_is_withheld_not_passed_on(policy_hook: Any) -> None:
     cyclic: dict[str, Any] = {"name": "loop"}
     cyclic["self"] = cyclic
+    clean = {"user": Credentials("a", "not a secret"), "pair": Pair("n", 1), "raw": b"bytes"}
 
     opaque = policy_hook({"client": Opaque(), "n": 3})
     looped = policy_hook(cyclic)
 
+    assert policy_hook(clean) is clean  # plain data without a secret is passed on as is
     assert opaque["n"] == 3
     assert opaque["client"].startswith(f"<object of type {__name__}.Opaque withheld:")
     assert looped["self"].startswith("<object of type builtins.dict withheld: it contains")
-
-
-def test_clean_values_are_passed_on_as_the_same_objects(policy_hook: Any) -> None:
-    clean = {"user": Credentials("a", "not a secret"), "pair": Pair("n", 1), "raw": b"bytes"}
-
-    assert policy_hook(clean) is clean

@@ -182,17 +182,34 @@ async def test_shell_rules_can_be_turned_off(policy_run: Any, policy_file: Any) 
     assert run.decisions()[0].decision == "allow"
 
 
-def test_rule_evaluation_is_linear_in_the_command_length(tmp_path: Any) -> None:
+VERBOSE_RULE = """
+[[shell.deny]]
+name = "verbose"
+reason = "force push"
+pattern = '''(?x)
+    \\bgit \\s++ push   # Python spellings: possessive, a comment, \\Z
+    \\ --force\\Z
+'''
+"""
+
+
+def test_rule_evaluation_is_linear_in_the_command_length(tmp_path: Any, policy_file: Any) -> None:
     """Commands built to make backtracking rules take quadratic time (``chmod -R `` or
     ``rm -r `` repeated: 16,000 of them took tens of seconds) are decided in time
-    proportional to their length: 1 MB well under a second."""
+    proportional to their length: 1 MB well under a second. (A rule written with Python
+    spellings is translated for RE2.)"""
+    options = {"workspace": str(tmp_path), "config": str(policy_file(VERBOSE_RULE))}
     agent = Agent(
         model="faux:test",
         provider=FauxProvider([]),
         plugins=[mainspring_policy_pack],
         autoload=False,
-        settings=Settings(plugin_options={PLUGIN: {"workspace": str(tmp_path)}}),
+        settings=Settings(plugin_options={PLUGIN: options}),
     )
+    for command, blocked in [("git push --force", True), ("git push --force-x", False)]:
+        call = ToolCall(id="c", name="bash", arguments={"command": command})
+        decision = mainspring_policy_pack.before_tool_call(call, {"command": command}, agent)
+        assert (decision is not None) is blocked
     units = ["chmod -R ", "rm -r ", "cd / && ", "f(){ f|", "curl x | ", "rm -r /tmp/../ "]
     worst = 0.0
     for size in (16_000, 128_000, 1_000_000):  # the small sizes fail fast if it is not linear

@@ -6,16 +6,20 @@ Installed, it guards every agent with three things:
    ``path``, ``file``, ``file_path``, ``directory``, ``cwd``): a path that climbs out with
    ``..``, an absolute path elsewhere, a path through a symlink that points out, and a
    ``~`` path are refused. (``before_tool_call``)
-2. **Shell deny rules**, regular expressions matched against the commands of the tools
-   named in the config (default: ``bash``): ``rm -rf /``, ``curl ... | sh``, ``sudo``,
-   writes under ``/etc``, disk wipes, fork bombs... (``before_tool_call``)
-3. **Secret redaction**: API-key shapes (``sk-...``, ``AKIA...``, ``ghp_...``,
-   ``xox[bp]-...``), private key blocks, ``password=...`` and the like become
-   ``[REDACTED:<kind>]`` in tool results (``after_tool_result``, so the transcript, events
-   and session files never hold them), in a running tool's progress reports
-   (``filter_tool_update``, so ``tool_execution_update`` events don't either) and in what
-   the model is sent
-   (``transform_context``).
+2. **Shell deny rules**, RE2 regular expressions (linear time in the command's length)
+   matched against the commands of the tools named in the config (default: ``bash``):
+   ``rm -rf /`` (also ``//``, ``/./``, ``/tmp/../``), ``cd / && rm -rf *``,
+   ``curl ... | sh``, ``sudo``, writes under ``/etc``, disk wipes, fork bombs of any
+   function name... (``before_tool_call``)
+3. **Secret redaction**: token shapes (``sk-...``, ``AKIA...``, ``ghp_...``, ``hf_...``,
+   JWTs...), private keys (also key lines without their BEGIN line), credentials in URLs
+   and ``Authorization`` headers, ``.env``/config assignments (``DB_PASSWORD=...``,
+   ``GITHUB_TOKEN=...``) and the like become ``[REDACTED:<kind>]`` in tool results
+   (``after_tool_result``, so the transcript, events and session files never hold them),
+   in a running tool's progress reports (``filter_tool_update``, so
+   ``tool_execution_update`` events don't either) and in what the model is sent
+   (``transform_context``). ``details`` and progress reports are walked field by field,
+   the way they are serialised (see :mod:`.redact`).
 
 A refused call is blocked with a reason; the model sees it as an error tool result and the
 event stream records a ``tool_decision`` of ``block`` naming ``mainspring-policy-pack``.
