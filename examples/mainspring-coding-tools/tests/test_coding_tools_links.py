@@ -121,3 +121,24 @@ async def test_a_directory_swapped_for_a_symlink_never_leaks(
     assert leaked_writes == 0
     assert sorted(p.name for p in (coding_outside / "d").iterdir()) == ["secret.txt"]
     assert served > 0 and written > 0  # the swap did not simply refuse everything
+
+
+async def test_fifos_and_symlink_loops_cannot_hang_a_call(
+    coding_ws: Path, coding_call: Any
+) -> None:
+    os.mkfifo(coding_ws / "pipe")
+    (coding_ws / "loop").symlink_to("loop")
+    (coding_ws / "a.txt").write_text("needle\n")
+
+    read_pipe, edit_pipe, grep_all, read_loop = await coding_call(
+        ("read", {"path": "pipe"}),
+        ("edit", {"path": "pipe", "old_text": "a", "new_text": "b"}),
+        ("grep", {"pattern": "needle"}),
+        ("read", {"path": "loop"}),
+        file_timeout_s=5,
+    )
+
+    assert read_pipe.is_error and read_pipe.text == "pipe is not a regular file"
+    assert edit_pipe.is_error and edit_pipe.text == "pipe is not a regular file"
+    assert grep_all.text == "a.txt:1: needle"
+    assert read_loop.is_error and "too many levels of symbolic links" in read_loop.text
