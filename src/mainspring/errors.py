@@ -11,6 +11,7 @@ __all__ = [
     "Block",
     "CompactionResult",
     "HookError",
+    "HookTimeoutError",
     "PluginLoadError",
     "StopRun",
 ]
@@ -62,7 +63,17 @@ class HookError(Exception):
         super().__init__(f"{hook} implementation of plugin {plugin!r} failed: {self.cause_text}")
 
 
+class HookTimeoutError(TimeoutError):
+    """A hook, listener or tool did not finish within its deadline (``timeout_s``)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(f"timed out after {timeout_s:g} s")
+        self.timeout_s = timeout_s
+
+
 def _describe(error: BaseException) -> str:
+    if isinstance(error, HookTimeoutError):
+        return str(error)
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 __all__ = [
     "CompactionSettings",
+    "HookSettings",
     "ProviderSettings",
     "QueueMode",
     "RetrySettings",
@@ -60,11 +61,32 @@ class ToolSettings(_Section):
     """Tool execution limits.
 
     ``max_result_chars`` caps the text a result sends to the model (the model is told how
-    much was cut); ``abort_grace_s`` is how long an aborted tool may take to stop before
-    the kernel stops waiting for it.
+    much was cut); ``abort_grace_s`` is how long an aborted or timed-out tool may take to
+    stop before the kernel stops waiting for it (and detaches it).
+    ``max_argument_depth`` (nesting of objects and arrays) and ``max_argument_bytes`` (the
+    JSON text) bound a tool call's arguments: a call past either gets a validation-error
+    result naming the limit, and its arguments are not kept.
     """
 
     max_result_chars: int | None = Field(default=100_000, ge=1)
+    abort_grace_s: float = Field(default=0.5, ge=0)
+    max_argument_depth: int = Field(default=64, ge=1, le=1_000)
+    max_argument_bytes: int = Field(default=1_000_000, ge=1)
+
+
+class HookSettings(_Section):
+    """Deadlines for plugin code: hook implementations and subscribers.
+
+    ``timeout_s`` bounds one call of a hook implementation or subscriber (``None``: no
+    deadline). On expiry the call is cancelled and the hook's own failure rule applies: a
+    permission gate blocks, a context transform is skipped, a result filter withholds the
+    result, an observer or subscriber gets a ``hook_error``. ``abort_grace_s`` is how long,
+    after ``abort()`` or a deadline, plugin code may take to finish once cancelled; code
+    that ignores the cancellation is detached (never resumed) after that. An aborted run
+    settles within about ``abort_grace_s``.
+    """
+
+    timeout_s: float | None = Field(default=60.0, gt=0)
     abort_grace_s: float = Field(default=0.5, ge=0)
 
 
@@ -93,6 +115,7 @@ class Settings(_Section):
     retry: RetrySettings = Field(default_factory=RetrySettings)
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
+    hooks: HookSettings = Field(default_factory=HookSettings)
     steering_mode: QueueMode = "one-at-a-time"
     follow_up_mode: QueueMode = "one-at-a-time"
     max_turns: int = Field(default=200, ge=1)
@@ -100,6 +123,10 @@ class Settings(_Section):
     default_model: str | None = None
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     plugin_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    required_plugins: tuple[str, ...] = ()
+    """Built-in or installed plugins the agent must not start without (see
+    :func:`~mainspring.kernel.plugins.load_plugins`); read from the config file only, never
+    from an environment variable."""
 
 
 def load_settings(
@@ -111,7 +138,8 @@ def load_settings(
     ``$XDG_CONFIG_HOME/mainspring/config.toml`` (``~/.config/...``) if it exists. Its tables
     mirror :class:`Settings` (``[retry]``, ``[compaction]``, ``[providers.openai]`` with
     ``base_url``, ``api_key``, ``options``…; top-level ``default_model``, ``max_turns``…).
-    ``MAINSPRING_MODEL`` overrides ``default_model``. An unreadable or invalid file raises
+    ``MAINSPRING_MODEL`` overrides ``default_model``; ``required_plugins`` comes from the
+    file alone, no variable adds to or removes from it. An unreadable or invalid file raises
     ``ValueError`` naming it.
     """
     env = os.environ if environ is None else environ

@@ -8,7 +8,6 @@ arguments that failed validation.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from .kernel.signal import AbortSignal
 from .messages import ImageContent, TextContent
 from .providers.base import ToolSpec
+from .workers import in_daemon_thread
 
 __all__ = [
     "Tool",
@@ -202,10 +202,16 @@ class Tool:
             raise ToolArgumentsError(self.name, _pydantic_problems(error), arguments) from None
 
     async def run(self, args: Any, ctx: ToolContext) -> Any:
-        """Call ``execute``: awaited if async, else in a worker thread."""
+        """Call ``execute``: awaited if async, else in a daemon worker thread.
+
+        A plain function runs in a thread of its own that does not hold up interpreter or
+        ``asyncio.run()`` exit: when the call is aborted or times out, the kernel stops
+        waiting for it and the thread is left to finish (or to die with the process).
+        """
         if self._is_async:
             return await self.execute(args, ctx)
-        result = await asyncio.to_thread(self.execute, args, ctx)
+        thread_name = f"mainspring-tool-{self.name}"
+        result = await in_daemon_thread(self.execute, args, ctx, name=thread_name)
         if inspect.isawaitable(result):
             return await result
         return result

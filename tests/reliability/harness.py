@@ -153,6 +153,7 @@ def make_tools(world: World) -> list[Tool]:
             # uncooperative: keeps working for a while after being cancelled
             world.stubborn_cancelled.add(task)
             await asyncio.sleep(world.scenario.stubborn_s)
+            world.stubborn_finished.add(task)
             return "finished anyway"
         return "done"
 
@@ -465,6 +466,7 @@ class World:
         self.lock_holder: str | None = None
         self.stubborn_tasks: set[asyncio.Task[Any]] = set()
         self.stubborn_cancelled: set[asyncio.Task[Any]] = set()
+        self.stubborn_finished: set[asyncio.Task[Any]] = set()
         self.listener_aborts: list[int] = []
         self.tracked: list[tuple[UserMessage, int]] = []
         self.run_no = 0
@@ -682,24 +684,18 @@ class World:
     async def check_tasks(self, number: int) -> None:
         current = asyncio.current_task()
         left = {task for task in asyncio.all_tasks() if task is not current}
-        late = {task for task in left if task in self.stubborn_tasks}
-        if left - late:
-            self.fail(f"tasks left after run {number}: {left - late}")
-        if late and self.scenario.stubborn_s <= self.scenario.abort_grace_s:
-            self.fail(f"a tool task outlived its grace period after run {number}: {late}")
-        if self.scenario.stubborn_s > self.scenario.abort_grace_s:
-            waited = {task for task in self.stubborn_cancelled if task.done()}
-            if waited:
-                self.fail(
-                    f"run {number} waited {self.scenario.stubborn_s} s for a cancelled "
-                    f"uncooperative tool, past abort_grace_s={self.scenario.abort_grace_s}"
-                )
-        if late:  # past the grace period by design: they end on their own
-            _, pending = await asyncio.wait(late, timeout=self.scenario.stubborn_s + 5)
-            if pending:
-                self.fail(f"uncooperative tool tasks never finished: {pending}")
+        if left:
+            # a tool that ignores its cancellation is detached after the grace period:
+            # the kernel closes it, so not even its task outlives the run
+            self.fail(f"tasks left after run {number}: {left}")
+        if self.scenario.stubborn_s > self.scenario.abort_grace_s and self.stubborn_finished:
+            self.fail(
+                f"run {number} waited {self.scenario.stubborn_s} s for a cancelled "
+                f"uncooperative tool, past abort_grace_s={self.scenario.abort_grace_s}"
+            )
         self.stubborn_tasks.clear()
         self.stubborn_cancelled.clear()
+        self.stubborn_finished.clear()
 
     def check_session(self, number: int) -> None:
         stored = read_session(self.session_path).messages

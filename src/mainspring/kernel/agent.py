@@ -15,7 +15,7 @@ from ..settings import Settings
 from ..tools import Tool
 from .hooks import Hooks
 from .loop import execute_run
-from .plugins import PluginSet, disable_hint, load_plugins
+from .plugins import PluginSet, load_plugins
 from .relay import HookRelay
 from .run import Run
 from .signal import AbortSignal
@@ -80,9 +80,15 @@ class Agent:
     ) -> None:
         self.settings = settings or Settings()
         self._plugin_set: PluginSet = load_plugins(
-            plugins=plugins, autoload=autoload, disable_plugins=disable_plugins
+            plugins=plugins,
+            autoload=autoload,
+            disable_plugins=disable_plugins,
+            required=self.settings.required_plugins,
         )
-        self._hooks = Hooks(HookRelay(self._plugin_set.pm, self._plugin_set.fallbacks))
+        relay = HookRelay(self._plugin_set.pm, self._plugin_set.fallbacks)
+        # registering or unregistering a plugin later rebuilds the compiled hook plans
+        self._plugin_set.on_change(relay.invalidate)
+        self._hooks = Hooks(relay)
         self._providers = self._collect_providers(provider)
         self._provider_override = provider
         self._tool_owners: dict[str, str] = {}
@@ -96,6 +102,12 @@ class Agent:
             file_locks=FileLocks(),
         )
         self._run: Run | None = None
+        if self.settings.session_path is not None:
+            # one session file, one conversation: SessionConflictError when the file holds
+            # another one or another agent is writing it (see mainspring.session_files)
+            from ..session_files import check_session_path
+
+            check_session_path(self, self.settings.session_path, self.state.messages)
 
     # -- construction -------------------------------------------------------------------
 
@@ -115,7 +127,7 @@ class Agent:
             return PluginLoadError(str(error), plugin=error.plugin)
         return PluginLoadError(
             f"{error} (installed plugin {info.name!r}, distribution {info.distribution} "
-            f"{info.version}). {disable_hint(info.name)}",
+            f"{info.version}). {self._plugin_set.fix_hint(info.name)}",
             plugin=info.name,
             distribution=info.distribution,
             version=info.version,
@@ -206,8 +218,12 @@ class Agent:
 
         The header's model and system prompt are used unless ``model=`` or
         ``system_prompt=`` are given; other keyword arguments go to the constructor. A
-        torn last line (a crash mid-write) is logged and skipped; anything else
-        malformed raises :class:`~mainspring.sessions.SessionFormatError`.
+        torn last line (a crash mid-write) is logged and skipped; tool calls the file
+        ends before answering get error results (see :mod:`mainspring.sessions`);
+        anything else malformed raises :class:`~mainspring.sessions.SessionFormatError`.
+        Only this way, or with ``messages=`` equal to what the file holds, can an agent
+        record to a non-empty session file; a file another agent is writing raises
+        :class:`~mainspring.sessions.SessionConflictError`.
         """
         from ..sessions import read_session
 
@@ -330,9 +346,12 @@ class Agent:
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
-            self.abort()
+            # the caller gave up (wait_for, a task group, Ctrl-C): settle, then re-raise
+            self.abort("cancelled")
             await asyncio.wait([task])
             raise
+        if run.exit is not None:
+            raise run.exit
 
     async def _drive(self, run: Run, inputs: list[Any], first_queue: list[Any] | None) -> None:
         core = self._core
@@ -365,21 +384,16 @@ class Agent:
     def abort(self, reason: str = "aborted") -> None:
         """Abort the active run (synchronous; a no-op when idle).
 
-        Sets the run's signal, interrupts a model stream, a retry backoff or a tool batch
-        at once, and cancels running tools; every call still gets exactly one result.
+        Sets the run's signal and cuts whatever the run is waiting for (a model stream, a
+        retry backoff, a tool batch, a hook implementation or a subscriber) at once;
+        running tools are cancelled, and every call still gets exactly one result. Plugin
+        code that ignores the cancellation is detached after ``hooks.abort_grace_s``, so
+        the run settles within about that time whatever its plugins do.
         """
         run = self._run
         if run is None or run.signal.aborted:
             return
-        run.signal.set(reason)
-        task = run.task
-        if run.abortable and task is not None and not task.done():
-            try:
-                current = asyncio.current_task()
-            except RuntimeError:
-                current = None
-            if current is not task:
-                task.cancel()
+        run.abort(reason)
 
     async def wait_for_idle(self) -> None:
         """Return once no run is active and every ``agent_end`` listener has finished."""

@@ -8,6 +8,7 @@ failure into a ``hook_error`` event.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -15,15 +16,10 @@ from typing import TYPE_CHECKING, Any, final
 
 from ..errors import Block, CompactionResult, HookError, StopRun
 from ..tools import ToolResult
+from .guard import Guard
 from .invariants import transcript_problem
-from .relay import (
-    GENERAL,
-    HookRelay,
-    Implementation,
-    PlanStep,
-    call_implementation,
-    call_plain,
-)
+from .relay import GENERAL, HookRelay, Implementation, call_plain
+from .signal import RunAborted
 
 if TYPE_CHECKING:
     from ..messages import ToolCall
@@ -56,7 +52,7 @@ def _as_tuple(value: Any, hook: str, plugin: str) -> tuple[Any, ...]:
     raise HookError(hook, plugin, f"returned {type(value).__name__}, expected a sequence")
 
 
-def _attributed(hook: str, impl: Implementation, error: Exception) -> HookError:
+def _attributed(hook: str, impl: Implementation, error: BaseException) -> HookError:
     """``error`` as a :class:`HookError` of ``impl`` (one that already is passes as is)."""
     if isinstance(error, HookError):
         return error
@@ -65,62 +61,53 @@ def _attributed(hook: str, impl: Implementation, error: Exception) -> HookError:
     return wrapped
 
 
-def _call_observer(impl: Implementation, event: Any, agent: Any, signal: AbortSignal) -> Any:
-    """Call one ``on_event`` implementation; its raw result (a coroutine if async)."""
-    arity = impl.arity
-    if arity == 1:
-        return impl.function(event)
-    if arity == 3:
-        return impl.function(event, agent, signal)
-    if arity == 2:
-        return impl.function(event, agent)
-    if arity == GENERAL:
-        return impl.general_call((event, agent, signal))
-    return impl.function()
-
-
-async def _observe_rest(
-    impl: Implementation,
-    pending: Any,
-    rest: tuple[PlanStep, ...],
-    args: tuple[Any, ...],
-    failure: Exception | None,
-) -> None:
-    """Finish ``on_event``: await ``impl``'s ``pending`` result, then run the ``rest``."""
-    try:
-        await pending
-    except (StopRun, HookError) as error:
-        failure = failure or error
-    except Exception as error:
-        failure = failure or _attributed("on_event", impl, error)
-    event, agent, signal = args
-    for function, arity, is_async, _, later in rest:
-        try:
-            # as in Hooks.on_event: async observers make this path hot too
-            if arity == 1:
-                result = function(event)
-            elif arity == 3:
-                result = function(event, agent, signal)
-            else:
-                result = _call_observer(later, event, agent, signal)
-            if is_async or (result is not None and inspect.isawaitable(result)):
-                await result
-        except (StopRun, HookError) as error:
-            failure = failure or error
-        except Exception as error:
-            failure = failure or _attributed("on_event", later, error)
-    if failure is not None:
-        raise failure
+def _stalled(hook: str, impl: Implementation) -> HookError:
+    return HookError(
+        hook,
+        impl.plugin,
+        "it timed out or ignored cancellation earlier in this run, so it is not called again",
+    )
 
 
 @final
 class Hooks:
-    """Calls every hook with its combining rule and failure semantics."""
+    """Calls every hook with its combining rule and failure semantics.
 
-    __slots__ = ("relay",)
+    During a run, awaitable results are awaited under the run's
+    :class:`~mainspring.kernel.guard.Guard` with the ``hooks.timeout_s`` deadline (see
+    :meth:`begin_run`). What passes through untouched, whatever the hook: ``StopRun``,
+    ``KeyboardInterrupt``/``SystemExit``, the run's own cancellation and its abort. Every
+    other exception, ``BaseException`` subclasses included, is the implementation's
+    failure. An implementation that timed out or was detached is not called again in the
+    run: where it would be, the kernel acts as if it had failed (a gate blocks, a filter
+    withholds, a transform or observer is skipped).
+    """
+
+    __slots__ = ("guard", "relay", "timeout_s")
 
     def __init__(self, relay: HookRelay) -> None:
         self.relay = relay
+        self.guard = Guard(0.0)
+        self.timeout_s: float | None = None
+
+    def begin_run(self, guard: Guard, timeout_s: float | None) -> None:
+        """Use ``guard`` and the per-call deadline ``timeout_s`` for the run starting."""
+        self.guard = guard
+        self.timeout_s = timeout_s
+
+    def _failure(self, hook: str, impl: Implementation, raised: BaseException) -> HookError:
+        """``raised`` as ``impl``'s failure; re-raises what must pass through."""
+        if isinstance(raised, HookError):
+            return raised
+        if isinstance(raised, StopRun | KeyboardInterrupt | SystemExit):
+            raise raised
+        if isinstance(raised, RunAborted) and self.guard.aborted:
+            raise raised
+        if isinstance(raised, asyncio.CancelledError):
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise raised
+        return _attributed(hook, impl, raised)
 
     async def _chain_messages(
         self,
@@ -133,9 +120,13 @@ class Hooks:
         current = messages
         plan = self.relay.plan(hook)
         last = len(plan) - 1
+        guard, timeout = self.guard, self.timeout_s
+        skipped = guard.detached
         for function, arity, is_async, index, impl in plan:
             if sendable and impl.trusted and current is messages:
                 continue  # the built-in converter would hand these back unchanged
+            if skipped and id(impl) in skipped:
+                continue  # reported when it stalled
             try:
                 if arity == 1:
                     result = function(current)
@@ -146,7 +137,7 @@ class Hooks:
                 else:
                     result = function(current, *rest[: arity - 1])
                 if is_async or (result is not None and inspect.isawaitable(result)):
-                    result = await result
+                    result = await guard.watch(result, impl, timeout)
                 if result is None:
                     continue
                 candidate = _as_tuple(result, hook, impl.plugin)
@@ -156,10 +147,8 @@ class Hooks:
                 problem = None if impl.trusted else transcript_problem(candidate, llm_only=llm_only)
                 if problem:
                     raise HookError(hook, impl.plugin, f"broke the transcript: {problem}")
-            except StopRun:
-                raise
-            except Exception as error:
-                error = _attributed(hook, impl, error)
+            except BaseException as raised:
+                error = self._failure(hook, impl, raised)
                 await report(error, "skipped; its input was passed on unchanged")
                 continue
             current = candidate
@@ -211,10 +200,8 @@ class Hooks:
                 if isinstance(result, bool) or not isinstance(result, int):
                     raise HookError("count_tokens", impl.plugin, f"returned {result!r}")
                 return result
-            except StopRun:
-                raise
-            except Exception as error:
-                error = _attributed("count_tokens", impl, error)
+            except BaseException as raised:
+                error = self._failure("count_tokens", impl, raised)
                 await report(error, "ignored; the built-in estimate was used")
         return fallback(messages)
 
@@ -228,8 +215,16 @@ class Hooks:
     ) -> CompactionResult | None:
         """The first non-``None`` result; raises :class:`HookError` on a failure."""
         args = (messages, model, reason, agent, signal)
+        guard, timeout = self.guard, self.timeout_s
         for impl in self.relay.implementations("compact"):
-            result = await call_implementation("compact", impl, args)
+            if guard.detached and id(impl) in guard.detached:
+                raise _stalled("compact", impl)
+            try:
+                result = impl.call(args)
+                if impl.is_async or (result is not None and inspect.isawaitable(result)):
+                    result = await guard.watch(result, impl, timeout)
+            except BaseException as raised:
+                raise self._failure("compact", impl, raised) from raised
             if result is None:
                 continue
             if not isinstance(result, CompactionResult):
@@ -242,12 +237,29 @@ class Hooks:
         return None
 
     async def before_tool_call(
-        self, call: ToolCall, args: Any, tool: Tool, agent: Any, signal: AbortSignal, report: Report
+        self,
+        call: ToolCall,
+        args: Any,
+        tool: Tool,
+        agent: Any,
+        signal: AbortSignal,
+        report: Report,
+        fingerprint: Callable[[], Any] | None = None,
     ) -> GateDecision:
-        """The first ``Block`` wins; a failing gate blocks (fail closed)."""
+        """The first ``Block`` wins; a failing gate blocks (fail closed).
+
+        ``fingerprint()`` (given for arguments that could be changed in place) is taken
+        before the gates and after each one: a gate that changed the arguments blocks
+        the call, so what runs is what every gate saw.
+        """
         every = (call, args, tool, agent, signal)
+        guard, timeout = self.guard, self.timeout_s
+        skipped = guard.detached
+        before = fingerprint() if fingerprint is not None else None
         for function, arity, is_async, _, impl in self.relay.plan("before_tool_call"):
             try:
+                if skipped and id(impl) in skipped:
+                    raise _stalled("before_tool_call", impl)
                 if arity == 1:
                     result = function(call)
                 elif arity == 5:
@@ -257,11 +269,13 @@ class Hooks:
                 else:
                     result = function(*every[:arity])
                 if is_async or (result is not None and inspect.isawaitable(result)):
-                    result = await result
-            except StopRun:
-                raise
-            except Exception as raised:
-                error = _attributed("before_tool_call", impl, raised)
+                    result = await guard.watch(result, impl, timeout)
+                if fingerprint is not None and fingerprint() != before:
+                    raise HookError(
+                        "before_tool_call", impl.plugin, "changed the arguments it was asked about"
+                    )
+            except BaseException as raised:
+                error = self._failure("before_tool_call", impl, raised)
                 await report(error, "call blocked (fail closed)")
                 return GateDecision(
                     True,
@@ -282,8 +296,12 @@ class Hooks:
     ) -> ToolResult:
         """Chain replacements; a failing filter turns the result into an error."""
         current = result
+        guard, timeout = self.guard, self.timeout_s
+        skipped = guard.detached
         for function, arity, is_async, _, impl in self.relay.plan("after_tool_result"):
             try:
+                if skipped and id(impl) in skipped:
+                    raise _stalled("after_tool_result", impl)
                 if impl.single == 1:
                     replacement = function(current)
                 elif arity == 2:
@@ -295,13 +313,11 @@ class Hooks:
                 else:
                     replacement = function(*(call, current, agent, signal)[:arity])
                 if is_async or (replacement is not None and inspect.isawaitable(replacement)):
-                    replacement = await replacement
+                    replacement = await guard.watch(replacement, impl, timeout)
                 if replacement is not None and not isinstance(replacement, ToolResult):
                     raise HookError("after_tool_result", impl.plugin, f"returned {replacement!r}")
-            except StopRun:
-                raise
-            except Exception as raised:
-                error = _attributed("after_tool_result", impl, raised)
+            except BaseException as raised:
+                error = self._failure("after_tool_result", impl, raised)
                 await report(error, "result withheld and replaced by an error (fail closed)")
                 return ToolResult.error(
                     f"The result of this call was withheld: the result filter "
@@ -319,14 +335,16 @@ class Hooks:
         A failing filter withholds the update (fail closed): ``keep`` is ``False``.
         """
         current = partial
+        guard, timeout = self.guard, self.timeout_s
         for impl in self.relay.implementations("filter_tool_update"):
             try:
-                replacement = await call_implementation(
-                    "filter_tool_update", impl, (call, current, agent, signal)
-                )
-            except StopRun:
-                raise
-            except HookError as error:
+                if guard.detached and id(impl) in guard.detached:
+                    raise _stalled("filter_tool_update", impl)
+                replacement = impl.call((call, current, agent, signal))
+                if impl.is_async or (replacement is not None and inspect.isawaitable(replacement)):
+                    replacement = await guard.watch(replacement, impl, timeout)
+            except BaseException as raised:
+                error = self._failure("filter_tool_update", impl, raised)
                 await report(error, "update withheld (fail closed)")
                 return False, None
             if replacement is not None:
@@ -346,8 +364,11 @@ class Hooks:
             return False
         snapshot = state()
         args = (snapshot, agent, signal)
+        guard, timeout = self.guard, self.timeout_s
         for function, arity, is_async, _, impl in plan:
             try:
+                if guard.detached and id(impl) in guard.detached:
+                    raise _stalled("should_stop_after_turn", impl)
                 if arity == 1:
                     stop = function(snapshot)
                 elif arity == 3:
@@ -359,47 +380,12 @@ class Hooks:
                 if is_async or (
                     type(stop) is not bool and stop is not None and inspect.isawaitable(stop)
                 ):
-                    stop = await stop
-            except (StopRun, HookError):
-                raise
-            except Exception as error:
-                raise _attributed("should_stop_after_turn", impl, error) from error
+                    stop = await guard.watch(stop, impl, timeout)
+            except BaseException as raised:
+                raise self._failure("should_stop_after_turn", impl, raised) from raised
             if stop:
                 return True
         return False
-
-    def on_event(self, event: Any, agent: Any, signal: AbortSignal) -> Awaitable[None] | None:
-        """Every observer, in order; a failure raises :class:`HookError`.
-
-        Synchronous first, because this is the hottest hook (every event): observers
-        are called until one returns an awaitable; then the rest is returned as an
-        awaitable to await (``None`` when all finished at once, the usual case). Every
-        observer sees every event: a failing one does not starve those after it; the
-        first failure is raised once all have been called.
-        """
-        plan = self.relay.plan("on_event")
-        failure: Exception | None = None
-        for function, arity, is_async, position, impl in plan:
-            try:
-                if arity == 1:
-                    result = function(event)
-                elif arity == 3:
-                    result = function(event, agent, signal)
-                elif arity == 2:
-                    result = function(event, agent)
-                else:
-                    result = _call_observer(impl, event, agent, signal)
-                if is_async or (result is not None and inspect.isawaitable(result)):
-                    rest = plan[position + 1 :]
-                    return _observe_rest(impl, result, rest, (event, agent, signal), failure)
-            except (StopRun, HookError) as error:
-                failure = failure or error
-            except Exception as error:
-                if failure is None:
-                    failure = _attributed("on_event", impl, error)
-        if failure is not None:
-            raise failure
-        return None
 
     def register_tools(self, agent: Any) -> list[tuple[str, Tool]]:
         """Every plugin's tools, with the plugin that gave each."""

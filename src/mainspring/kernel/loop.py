@@ -17,6 +17,7 @@ import structlog
 from ..errors import HookError, StopRun
 from ..logs import get_logger
 from ..messages import AssistantMessage, ToolCall
+from .delivery import ListenerError
 from .events import AgentEnd, AgentEndReason, AgentStart, MessageEnd
 from .request import request_reply
 from .run import Run
@@ -62,10 +63,18 @@ async def execute_run(
         await _close_turn(run, f"Tool call not executed: the run was stopped ({stop.reason})")
     except asyncio.CancelledError:
         run.failing = True
-        run.signal.set("cancelled")
+        run.abort("cancelled")
         reason, detail = "aborted", "Run cancelled"
         await _fail(run, "aborted", detail)
-    except Exception as error:
+    except (KeyboardInterrupt, SystemExit) as stop:
+        # settle first (every call answered, agent_end sent); prompt() re-raises it
+        run.failing = True
+        if run.exit is None:
+            run.exit = stop
+        run.abort(f"interrupted: {type(stop).__name__}")
+        reason, detail = "aborted", f"Run interrupted ({type(stop).__name__})"
+        await _fail(run, "aborted", detail)
+    except BaseException as error:  # any other exception, BaseException subclasses too
         run.failing = True
         reason, detail = ("aborted", "Run aborted") if run.signal.aborted else ("error", None)
         detail = detail or _describe(error)
@@ -128,7 +137,7 @@ def _failure_outcome(message: AssistantMessage) -> tuple[AgentEndReason, str | N
 
 
 def _describe(error: BaseException) -> str:
-    if isinstance(error, HookError):
+    if isinstance(error, HookError | ListenerError):
         return str(error)
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__

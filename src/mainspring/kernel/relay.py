@@ -22,7 +22,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, final
+from typing import Any, TypeVar, final
 
 import pluggy
 
@@ -33,9 +33,12 @@ __all__ = [
     "HookRelay",
     "Implementation",
     "PlanStep",
-    "call_implementation",
     "call_plain",
+    "is_redactor",
+    "redactor",
 ]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 GENERAL = -1
 """``Implementation.arity`` of one that does not take a leading run of the spec's arguments."""
@@ -79,35 +82,42 @@ class Implementation:
         return self.function(*args[: self.arity])
 
 
-async def call_implementation(hook: str, impl: Implementation, args: tuple[Any, ...]) -> Any:
-    """Call ``impl`` with the spec-ordered ``args``, await its result, wrap a failure.
-
-    The general (not the hot) path: the kernel's per-event and per-call loops inline the
-    same steps. :class:`StopRun` and an already-attributed :class:`HookError` pass through.
-    """
-    try:
-        result = impl.call(args)
-        if impl.is_async or (result is not None and inspect.isawaitable(result)):
-            result = await result
-        return result
-    except (StopRun, HookError):
-        raise
-    except Exception as error:
-        raise HookError(hook, impl.plugin, error) from error
-
-
 PlanStep = tuple[Callable[..., Any], int, bool, int, Implementation]
 """One step of :meth:`HookRelay.plan`."""
 
 
 def call_plain(hook: str, impl: Implementation, args: tuple[Any, ...]) -> Any:
-    """Call a synchronous hook's ``impl`` (``register_tools``, ``count_tokens``); wrap a failure."""
+    """Call a synchronous hook's ``impl`` (``register_tools``, ``count_tokens``); wrap a failure.
+
+    Any exception but ``StopRun``, ``KeyboardInterrupt`` and ``SystemExit`` (those pass
+    through) is ``impl``'s failure, ``BaseException`` subclasses included.
+    """
     try:
         return impl.call(args)
-    except (StopRun, HookError):
+    except (StopRun, HookError, KeyboardInterrupt, SystemExit):
         raise
-    except Exception as error:
+    except BaseException as error:
         raise HookError(hook, impl.plugin, error) from error
+
+
+_REDACTOR = "mainspring_redactor"
+
+
+def redactor(function: _F) -> _F:
+    """Mark an ``after_tool_result`` or ``filter_tool_update`` implementation a redactor.
+
+    Stack it under ``@mainspring.hookimpl``. A redactor is called after every
+    implementation of the same hook that is not one, whatever their ``tryfirst`` or
+    ``trylast`` (among redactors, pluggy's order holds), so it sees, and can clean, what
+    every other filter produced.
+    """
+    setattr(function, _REDACTOR, True)
+    return function
+
+
+def is_redactor(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` was marked with :func:`redactor`."""
+    return getattr(function, _REDACTOR, False) is True
 
 
 def _compile(hookimpl: Any, spec_argnames: tuple[str, ...], trusted: bool) -> Implementation:
@@ -185,9 +195,10 @@ class HookRelay:
                     continue
                 names = spec_argnames or tuple(impl.argnames)
                 found.append(_compile(impl, names, impl.plugin_name in self._fallbacks))
-        # the kernel's own fallbacks (the default converter, the token estimate, the
-        # fallback compaction) answer only after every plugin, trylast ones included
-        found.sort(key=lambda impl: impl.plugin in self._fallbacks)
+        # redactors run after every other implementation, and the kernel's own fallbacks
+        # (the default converter, the token estimate, the fallback compaction) answer only
+        # after every plugin, trylast ones included; the sort keeps pluggy's order otherwise
+        found.sort(key=lambda impl: (impl.plugin in self._fallbacks, is_redactor(impl.function)))
         result = tuple(found)
         self._cache[hook] = result
         return result

@@ -10,6 +10,7 @@ message is not kept in the transcript.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from ..logs import get_logger
 from ..messages import AssistantMessage, trusted_construct
 from ..providers.base import ModelRequest, ProviderError, StreamDone, StreamEvent
 from .events import CompactionEnd, CompactionStart, MessageEnd, MessageStart, Retry, message_update
+from .signal import RunAborted
 from .stream import StreamAssembler
 
 if TYPE_CHECKING:
@@ -84,22 +86,17 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
     await run.emit(CompactionStart, reason=reason, tokens_before=tokens_before)
     error: str | None = None
     tokens_after = tokens_before
-    run.abortable = True
     try:
         result = await run.hooks.compact(
             run.core.messages.as_tuple(), run.model, reason, run.agent, run.signal
         )
     except HookError as failure:
-        run.abortable = False
         await run.report_hook_error(failure, "compaction skipped; the transcript is unchanged")
         result, error = None, failure.cause_text
-    except asyncio.CancelledError:
-        if not run.signal.aborted:
+    except RunAborted:
+        if not run.guard.aborted:
             raise
-        _uncancel(run)
         result, error = None, "aborted"
-    finally:
-        run.abortable = False
     if result is None and error is None:
         error = "no compaction plugin produced a result"
     if result is not None:
@@ -132,32 +129,29 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
     return result is not None
 
 
+def _cancelled_by_caller() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 async def _abortable_sleep(run: Run, delay: float) -> None:
+    """Sleep ``delay`` seconds; an abort ends the sleep at once."""
     if run.signal.aborted:
         return
-    run.abortable = True
-    try:
-        await asyncio.sleep(delay)
-    except asyncio.CancelledError:
-        if not run.signal.aborted:
-            raise
-        _uncancel(run)
-    finally:
-        run.abortable = False
+    with contextlib.suppress(RunAborted):
+        await run.guard.watch(asyncio.sleep(delay))
 
 
-def _uncancel(run: Run) -> None:
-    if run.task is not None and run.task.cancelling():
-        run.task.uncancel()
-
-
-async def _close(stream: AsyncIterator[StreamEvent]) -> None:
+async def _close(run: Run, stream: AsyncIterator[StreamEvent]) -> None:
+    """Close the provider's stream (bounded: a close that hangs is cut after 1 s)."""
     close = getattr(stream, "aclose", None)
     if close is None:
         return
     try:
-        await asyncio.wait_for(close(), timeout=1.0)
-    except Exception as error:  # a broken provider's close must not break the run
+        await run.guard.watch(close(), run.provider, 1.0)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # a broken provider's close must not break the run
         log.debug("provider_close_failed", error=repr(error))
 
 
@@ -170,7 +164,13 @@ async def _stream(
     which ``keep_failure`` says no recovery will follow; ``note`` is appended to the
     error text of a kept failure.
     """
-    assembler = StreamAssembler(run.provider.name, run.model.id)
+    limits = run.settings.tools
+    assembler = StreamAssembler(
+        run.provider.name,
+        run.model.id,
+        max_argument_depth=limits.max_argument_depth,
+        max_argument_bytes=limits.max_argument_bytes,
+    )
     core, signal, run_id = run.core, run.signal, run.run_id
     started = False
     failure: BaseException | None = None
@@ -178,25 +178,24 @@ async def _stream(
         iterator = aiter(run.provider.stream(request, signal))
         next_delta = iterator.__anext__
         turn = core.turn  # one request belongs to one turn
+        watch, provider = run.guard.watch, run.provider
         try:
             while True:  # leaves on the stream's end, a failure, or an abort
-                run.abortable = True
                 try:
-                    delta = await next_delta()
+                    delta = await watch(next_delta(), provider)
                 except StopAsyncIteration:
                     break
+                except (KeyboardInterrupt, SystemExit):
+                    raise
                 except asyncio.CancelledError:
-                    if not signal.aborted:
+                    if _cancelled_by_caller():
                         raise
-                    _uncancel(run)
+                    failure = ProviderError("the provider raised CancelledError", retryable=False)
                     break
-                except Exception as error:
+                except BaseException as error:
                     if not signal.aborted:
                         failure = error
-                    _uncancel(run)
                     break
-                finally:
-                    run.abortable = False
                 assembler.add(delta)
                 if isinstance(delta, StreamDone):
                     break
@@ -219,8 +218,7 @@ async def _stream(
                 if signal.aborted:
                     break
         finally:
-            run.abortable = False
-            await _close(iterator)
+            await _close(run, iterator)
     if signal.aborted:
         failure = None
         message = assembler.finish("aborted", "Request aborted")

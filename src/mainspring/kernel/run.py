@@ -9,16 +9,16 @@ is "safe": a raising listener is logged and never looped on.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, final
 
 import structlog
 
-from ..errors import HookError, StopRun
+from ..errors import HookError
 from ..logs import get_logger
 from ..messages import AssistantMessage, ToolResultMessage
 from ..tools import ToolResult
+from .delivery import Delivery, ListenerError
 from .events import (
     BUILDERS,
     CompactionEnd,
@@ -30,6 +30,7 @@ from .events import (
     TurnEnd,
     TurnStart,
 )
+from .guard import Guard
 from .hooks import Hooks
 from .signal import AbortSignal
 
@@ -44,28 +45,18 @@ __all__ = ["ListenerError", "Run"]
 log = get_logger("mainspring.kernel")
 
 
-class ListenerError(Exception):
-    """A subscriber raised while an event was delivered."""
-
-    def __init__(self, listener: Any, event_type: str, cause: BaseException) -> None:
-        name = getattr(listener, "__qualname__", None) or type(listener).__name__
-        self.listener = name
-        super().__init__(
-            f"subscriber {name} raised on {event_type}: {type(cause).__name__}: {cause}"
-        )
-
-
 @final
 class Run:
     """The state and services of one active run."""
 
     __slots__ = (
-        "abortable",
         "agent",
         "batch_results",
         "compacting",
         "core",
-        "failing",
+        "delivery",
+        "exit",
+        "guard",
         "hooks",
         "model",
         "new_messages",
@@ -105,9 +96,15 @@ class Run:
         self.system_prompt = core.system_prompt
         self.tools: dict[str, Tool] = dict(core.tools)
         self.signal = AbortSignal()
+        self.guard = Guard(settings.hooks.abort_grace_s)
+        hooks.begin_run(self.guard, settings.hooks.timeout_s)
+        self.delivery = Delivery(
+            hooks.relay, agent, self.signal, self.guard, settings.hooks.timeout_s
+        )
         self.task: asyncio.Task[Any] | None = None
-        self.abortable = False
-        self.failing = False
+        self.exit: BaseException | None = None
+        """A ``KeyboardInterrupt``/``SystemExit`` raised inside the run, re-raised by
+        ``prompt()`` once the run has settled."""
         self.new_messages: list[Any] = []
         self.turn_open = False
         self.turn_count = 0
@@ -117,6 +114,22 @@ class Run:
         self.compacting: tuple[str, int] | None = None
         self.undelivered: tuple[list[Any], list[Any] | None] | None = None
         self.opening: Any = None
+
+    @property
+    def failing(self) -> bool:
+        """Whether the run is ending in failure: delivery failures are only logged."""
+        return self.delivery.failing
+
+    @failing.setter
+    def failing(self, value: bool) -> None:
+        self.delivery.failing = value
+
+    def abort(self, reason: str) -> None:
+        """Set the signal and cut whatever the run is waiting for (see :class:`Guard`)."""
+        self.signal.set(reason)
+        task = self.task
+        if task is not None and not task.done():
+            self.guard.abort(task.get_loop())
 
     # -- emission ------------------------------------------------------------------------
 
@@ -129,98 +142,24 @@ class Run:
             await pending
 
     def deliver(self, event: Any) -> Awaitable[None] | None:
-        """Deliver ``event`` to every listener, then to ``on_event``.
+        """Deliver ``event`` to every subscriber, then to ``on_event`` (see
+        :class:`~mainspring.kernel.delivery.Delivery`).
 
-        Synchronous until a listener or observer returns an awaitable: then the rest of
-        the delivery is returned as an awaitable, which the caller must await before it
-        goes on (``None`` when everything finished at once, the usual case). Every
-        listener and observer sees every event, even after one of them failed; the first
-        failure is raised after all of them (unless the run is already failing).
+        ``None`` when the delivery finished at once (the usual case), else an awaitable
+        the caller must await before it goes on.
         """
-        signal = self.signal
-        failure: Exception | None = None
-        listeners = self.core.listeners
-        index = 0
-        for listener in listeners:
-            index += 1
-            try:
-                result = listener(event, signal)
-            except Exception as error:
-                failure = self._listener_failed(listener, event, error, failure)
-                continue
-            if result is not None and inspect.isawaitable(result):
-                return self._deliver_rest(event, listener, result, listeners[index:], failure)
-        try:
-            pending = self.hooks.on_event(event, self.agent, signal)
-        except (HookError, StopRun) as error:
-            failure = self._observer_failed(event, error, failure)
-            pending = None
+        delivery = self.delivery
+        pending = delivery.deliver(event, self.core.listeners)
+        if pending is None and not delivery.stalled:
+            return None
+        return self._finish_delivery(pending)
+
+    async def _finish_delivery(self, pending: Awaitable[None] | None) -> None:
         if pending is not None:
-            return self._observe_rest(event, pending, failure)
-        if failure is not None:
-            raise failure
-        return None
-
-    async def _deliver_rest(
-        self,
-        event: Any,
-        listener: Any,
-        pending: Awaitable[Any],
-        rest: tuple[Any, ...],
-        failure: Exception | None,
-    ) -> None:
-        """The rest of :meth:`deliver` once ``listener`` returned an awaitable."""
-        try:
             await pending
-        except Exception as error:
-            failure = self._listener_failed(listener, event, error, failure)
-        signal = self.signal
-        for later in rest:
-            try:
-                result = later(event, signal)
-                if result is not None and inspect.isawaitable(result):
-                    await result
-            except Exception as error:
-                failure = self._listener_failed(later, event, error, failure)
-        try:
-            observed = self.hooks.on_event(event, self.agent, signal)
-            if observed is not None:
-                await observed
-        except (HookError, StopRun) as error:
-            failure = self._observer_failed(event, error, failure)
-        if failure is not None:
-            raise failure
-
-    def _listener_failed(
-        self, listener: Any, event: Any, error: Exception, failure: Exception | None
-    ) -> Exception | None:
-        log.error("listener_failed", event_type=event.type, error=repr(error))
-        if failure is None and not self.failing:
-            failure = ListenerError(listener, event.type, error)
-            failure.__cause__ = error
-        return failure
-
-    async def _observe_rest(
-        self, event: Any, pending: Awaitable[None], failure: Exception | None
-    ) -> None:
-        try:
-            await pending
-        except (HookError, StopRun) as error:
-            failure = self._observer_failed(event, error, failure)
-        if failure is not None:
-            raise failure
-
-    def _observer_failed(
-        self, event: Any, error: HookError | StopRun, failure: Exception | None
-    ) -> Exception | None:
-        if isinstance(error, HookError):
-            log.error(
-                "on_event_failed", event_type=event.type, plugin=error.plugin, error=str(error)
-            )
-        # a deliberate stop while the run is already ending changes nothing
-        if failure is None and not self.failing:
-            failure = error
-        return failure
+        stalled = self.delivery.stalled
+        while stalled:
+            await self.report_hook_error(stalled.pop(0), "not called again in this run")
 
     async def report_hook_error(self, error: HookError, outcome: str) -> None:
         """Emit ``hook_error`` for a failure the kernel contained."""

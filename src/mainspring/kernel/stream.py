@@ -40,7 +40,7 @@ __all__ = ["PartialMessage", "StreamAssembler"]
 
 @final
 class _CallBuilder:
-    __slots__ = ("fragments", "id", "name", "parsed", "wire_id")
+    __slots__ = ("fragments", "id", "name", "parsed", "size", "wire_id")
 
     def __init__(self, call_id: str, wire_id: str, name: str) -> None:
         self.id = call_id
@@ -48,6 +48,28 @@ class _CallBuilder:
         self.name = name
         self.fragments: list[str] = []
         self.parsed: dict[str, Any] | None = None
+        self.size = 0
+
+
+def nesting_exceeds(value: Any, limit: int) -> bool:
+    """Whether JSON-like ``value`` nests objects/arrays more than ``limit`` deep.
+
+    Iterative: the depth of the value never becomes the depth of the Python stack.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values() if _nests(child))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, depth + 1) for child in item if _nests(child))
+    return False
+
+
+def _nests(value: Any) -> bool:
+    return isinstance(value, dict | list | tuple)
 
 
 @final
@@ -108,6 +130,8 @@ class StreamAssembler:
         "_calls",
         "_ids",
         "_joined",
+        "_max_bytes",
+        "_max_depth",
         "_prefix",
         "_started",
         "argument_errors",
@@ -117,9 +141,18 @@ class StreamAssembler:
         "usage",
     )
 
-    def __init__(self, provider: str, model: str) -> None:
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        *,
+        max_argument_depth: int = 64,
+        max_argument_bytes: int = 1_000_000,
+    ) -> None:
         self.provider = provider
         self.model = model
+        self._max_depth = max_argument_depth
+        self._max_bytes = max_argument_bytes
         # _TextBlock for text and thinking, _CallBuilder for tool calls
         self._blocks: list[Any] = []
         # the content block last built for each block; None once it changed since
@@ -148,7 +181,7 @@ class StreamAssembler:
         elif isinstance(delta, ToolCallDelta):
             existing = self._by_wire_id.get(delta.id)
             builder = existing if existing is not None else self._start_call(delta.id, "")
-            builder.fragments.append(delta.arguments_json_fragment)
+            self._add_fragment(builder, delta.arguments_json_fragment)
         elif isinstance(delta, ToolCallEnd):
             ended = self._by_wire_id.get(delta.id)
             if ended is not None:
@@ -196,6 +229,28 @@ class StreamAssembler:
         self._prefix = None
         return builder
 
+    def _add_fragment(self, builder: _CallBuilder, fragment: Any) -> None:
+        """Keep one piece of a call's JSON arguments, within ``max_argument_bytes``."""
+        if builder.id in self.argument_errors:
+            return  # already refused: nothing more is kept
+        if not isinstance(fragment, str):
+            self._refuse(builder, f"the provider sent a {type(fragment).__name__} fragment")
+            return
+        builder.size += len(fragment)
+        if builder.size > self._max_bytes:
+            self._refuse(
+                builder,
+                f"the arguments are longer than the limit of {self._max_bytes} characters "
+                "(settings.tools.max_argument_bytes)",
+            )
+            return
+        builder.fragments.append(fragment)
+
+    def _refuse(self, builder: _CallBuilder, why: str) -> None:
+        self.argument_errors[builder.id] = why
+        builder.fragments = []
+        builder.parsed = {}
+
     def _parse(self, builder: _CallBuilder) -> None:
         if builder.parsed is not None or builder.id in self.argument_errors:
             return
@@ -205,6 +260,9 @@ class StreamAssembler:
             return
         try:
             value = json.loads(raw)
+        except RecursionError:
+            self._refuse(builder, self._too_deep())
+            return
         except ValueError as error:
             self.argument_errors[builder.id] = (
                 f"the arguments are not valid JSON ({error}); received: {raw!r}"
@@ -217,7 +275,16 @@ class StreamAssembler:
             )
             builder.parsed = {}
             return
+        if nesting_exceeds(value, self._max_depth):
+            self._refuse(builder, self._too_deep())
+            return
         builder.parsed = value
+
+    def _too_deep(self) -> str:
+        return (
+            f"the arguments are nested deeper than the limit of {self._max_depth} levels "
+            "(settings.tools.max_argument_depth)"
+        )
 
     def joined(self, pieces: list[str], count: int) -> str:
         """The first ``count`` of ``pieces`` as one string (extending the last join)."""

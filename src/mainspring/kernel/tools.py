@@ -26,6 +26,9 @@ from typing import TYPE_CHECKING, Any, final
 import structlog
 from pydantic import BaseModel
 
+from ..errors import HookTimeoutError
+from ..jsonable import to_jsonable
+from ..logs import get_logger
 from ..messages import (
     AssistantMessage,
     ImageContent,
@@ -36,12 +39,15 @@ from ..messages import (
 )
 from ..tools import Tool, ToolArgumentsError, ToolResult
 from .events import ToolDecision, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
-from .signal import AbortSignal
+from .guard import MIN_WAIT_S, Guard
+from .signal import AbortSignal, RunAborted
 
 if TYPE_CHECKING:
     from .run import Run
 
 __all__ = ["FileLocks", "execute_tool_calls", "settle_tool_calls"]
+
+log = get_logger("mainspring.kernel")
 
 
 @final
@@ -141,17 +147,24 @@ def _cap(result: ToolResult, limit: int | None) -> ToolResult:
 
 @final
 class _Prepared:
-    __slots__ = ("args", "call", "context", "index", "tool")
+    __slots__ = ("args", "call", "context", "guard", "index", "tool")
 
-    def __init__(self, index: int, call: ToolCall, tool: Tool, args: Any) -> None:
+    def __init__(self, index: int, call: ToolCall, tool: Tool, args: Any, grace_s: float) -> None:
         self.index = index
         self.call = call
         self.tool = tool
         self.args = args
         self.context: _CallContext | None = None
+        self.guard = Guard(grace_s)
+        """Watches this call's execution: its timeout, abort, detachment."""
 
 
 async def _finish_call(run: Run, call: ToolCall, result: ToolResult) -> None:
+    details = result.details
+    if details is not None:
+        safe = to_jsonable(details)
+        if safe is not details:
+            result = result.model_copy(update={"details": safe})
     run.batch_results[call.id] = result
     run.core.pending_tool_calls.pop(call.id, None)
     await run.emit(
@@ -184,12 +197,17 @@ async def _prepare(
         await _finish_call(run, call, ToolResult.error(text))
         return None
     try:
-        args = tool.validate(thaw(call.arguments))
+        # a JSON-Schema tool gets the read-only arguments themselves: no gate can change
+        # what it approved; a model's fields are fingerprinted around each gate instead
+        args = tool.validate(call.arguments)
     except ToolArgumentsError as error:
         await _finish_call(run, call, ToolResult.error(str(error)))
         return None
-    decision = await run.hooks.before_tool_call(
-        call, args, tool, run.agent, run.signal, run.report_hook_error
+    hooks = run.hooks
+    gated = isinstance(args, BaseModel) and hooks.relay.has("before_tool_call")
+    fingerprint = args.model_dump if gated else None
+    decision = await hooks.before_tool_call(
+        call, args, tool, run.agent, run.signal, run.report_hook_error, fingerprint
     )
     await run.emit(
         ToolDecision,
@@ -203,29 +221,41 @@ async def _prepare(
         text = f'Tool call "{call.name}" was blocked by {decision.plugin}: {decision.reason}'
         await _finish_call(run, call, ToolResult.error(text))
         return None
-    return _Prepared(index, call, tool, args)
+    return _Prepared(index, call, tool, args, run.settings.tools.abort_grace_s)
 
 
-async def _invoke(prepared: _Prepared, queue: asyncio.Queue[tuple[int, bool, Any]]) -> None:
+async def _invoke(
+    run: Run, prepared: _Prepared, queue: asyncio.Queue[tuple[int, bool, Any]]
+) -> None:
+    """Execute one call in its own task and queue its result; never raises.
+
+    The tool runs under the call's guard: its ``timeout_s`` holds even if it swallows
+    the cancellation (it is detached after the grace period). A ``KeyboardInterrupt`` or
+    ``SystemExit`` answers the call with an error, aborts the run, and is re-raised by
+    ``prompt()`` once the run has settled.
+    """
     tool, context = prepared.tool, prepared.context
     assert context is not None
     structlog.contextvars.bind_contextvars(tool_call_id=prepared.call.id, tool_name=tool.name)
     try:
-        if tool.timeout_s is not None:
-            async with asyncio.timeout(tool.timeout_s):
-                value = await tool.run(prepared.args, context)
-        else:
-            value = await tool.run(prepared.args, context)
+        value = await prepared.guard.watch(tool.run(prepared.args, context), tool, tool.timeout_s)
         result = _to_result(value)
-    except TimeoutError:
+    except HookTimeoutError:
         result = ToolResult.error(f'Tool "{tool.name}" timed out after {tool.timeout_s:g} s')
+    except RunAborted:
+        result = ToolResult.error("Tool call aborted")
     except asyncio.CancelledError:
         context._finished = True
         task = asyncio.current_task()
         if task is not None and task.cancelling():
-            raise  # the kernel cancelled it (abort or shutdown)
+            raise  # cancelled from outside the kernel (shutdown)
         result = ToolResult.error(f'Tool "{tool.name}" failed: it raised CancelledError')
-    except Exception as error:
+    except (KeyboardInterrupt, SystemExit) as stop:
+        result = ToolResult.error(f'Tool "{tool.name}" was interrupted ({type(stop).__name__})')
+        if run.exit is None:
+            run.exit = stop
+        run.abort(f"interrupted: {type(stop).__name__}")
+    except BaseException as error:
         detail = str(error) or type(error).__name__
         result = ToolResult.error(f'Tool "{tool.name}" failed: {type(error).__name__}: {detail}')
     context._finished = True
@@ -244,22 +274,20 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
 
     def launch(count: int) -> None:
         for prepared in waiting[:count]:
-            tasks[prepared.index] = asyncio.create_task(_invoke(prepared, queue))
+            tasks[prepared.index] = asyncio.create_task(_invoke(run, prepared, queue))
         del waiting[:count]
 
     launch(1 if sequential else len(waiting))
     limit = run.settings.tools.max_result_chars
+    watch = run.guard.watch
     try:
         while tasks and not run.signal.aborted:
-            run.abortable = True
-            try:
-                index, done, value = await queue.get()
-            finally:
-                run.abortable = False
+            index, done, value = await watch(queue.get())
             prepared = by_index[index]
+            if index not in tasks:
+                continue  # a late report of a call already answered
             if not done:
-                if index in tasks:
-                    await _report_update(run, prepared.call, value)
+                await _report_update(run, prepared.call, value)
                 continue
             tasks.pop(index)
             result = await run.hooks.after_tool_result(
@@ -268,15 +296,11 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
             await _finish_call(run, prepared.call, _cap(result, limit))
             if sequential and waiting and not run.signal.aborted:
                 launch(1)
-            if run.signal.aborted:
-                break
-    except asyncio.CancelledError:
-        if not run.signal.aborted:
+    except RunAborted:
+        if not run.guard.aborted:
             raise
-        if run.task is not None and run.task.cancelling():
-            run.task.uncancel()
     finally:
-        await _stop_tasks(list(tasks.values()), run.settings.tools.abort_grace_s)
+        await _stop_tasks(batch, tasks, run.settings.tools.abort_grace_s)
     for prepared in batch:
         if prepared.call.id not in run.batch_results:
             await _finish_call(run, prepared.call, ToolResult.error("Tool call aborted"))
@@ -291,16 +315,34 @@ async def _report_update(run: Run, call: ToolCall, partial: Any) -> None:
         if not keep:
             return
     await run.emit(
-        ToolExecutionUpdate, tool_call_id=call.id, tool_name=call.name, partial_result=partial
+        ToolExecutionUpdate,
+        tool_call_id=call.id,
+        tool_name=call.name,
+        partial_result=to_jsonable(partial),
     )
 
 
-async def _stop_tasks(tasks: list[asyncio.Task[None]], grace_s: float) -> None:
-    pending = [task for task in tasks if not task.done()]
-    for task in pending:
+async def _stop_tasks(
+    batch: list[_Prepared], tasks: dict[int, asyncio.Task[None]], grace_s: float
+) -> None:
+    """Abort every call still running and wait until their tasks have ended.
+
+    Each call's guard cancels its tool and detaches one that ignores the cancellation
+    after ``grace_s``, so the wait is bounded; nothing is left running when it returns.
+    """
+    pending = {index: task for index, task in tasks.items() if not task.done()}
+    if not pending:
+        return
+    loop = asyncio.get_running_loop()
+    for prepared in batch:
+        if prepared.index in pending:
+            if prepared.context is not None:
+                prepared.context._finished = True
+            prepared.guard.abort(loop)
+    _, stuck = await asyncio.wait(pending.values(), timeout=grace_s + 2 * MIN_WAIT_S + 0.5)
+    for task in stuck:  # not expected: a guard detaches within grace_s
+        log.error("tool_task_not_stopped", task=task.get_name())
         task.cancel()
-    if pending:
-        await asyncio.wait(pending, timeout=grace_s)
 
 
 def _length_cut_result(call: ToolCall) -> ToolResult:

@@ -26,6 +26,7 @@ def _http_options(settings: Any, name: str) -> dict[str, Any]:
         options["api_key"] = config.api_key.get_secret_value()
     if config.timeout_s is not None:
         options["timeout"] = config.timeout_s
+    options["request_timeout_s"] = config.request_timeout_s
     return options
 
 
