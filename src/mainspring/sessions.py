@@ -130,37 +130,51 @@ def encode_message(message: Any) -> dict[str, Any]:
 
 def _walk(value: Any, depth: int, above: set[int]) -> Any:
     """``value`` as JSON-able data; ``above`` holds the ids of the containers above it."""
-    if value is None or isinstance(value, bool | int | str):
+    kind = type(value)
+    if kind in _PLAIN:
         return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, bytes | bytearray | memoryview):
-        data = bytes(value)
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            return f"<bytes: {len(data)} bytes, not UTF-8>"
-    if not isinstance(value, dict | list | tuple | set | frozenset | BaseModel) and not (
-        is_dataclass(value) and not isinstance(value, type)
-    ):
-        if isinstance(value, Iterator) or (not hasattr(value, "__dict__") and callable(value)):
-            return f"<unserializable: {_type_name(value)}>"
-        try:  # dates, enums, UUIDs, paths, decimals...
-            return _ANY.dump_python(value, mode="json")
-        except Exception:
-            return f"<unserializable: {_type_name(value)}>"
+    if kind not in _CONTAINERS:
+        if isinstance(value, bool | int | str):
+            return value
+        if isinstance(value, float):
+            return value if math.isfinite(value) else None
+        if isinstance(value, bytes | bytearray | memoryview):
+            data = bytes(value)
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                return f"<bytes: {len(data)} bytes, not UTF-8>"
+        if not isinstance(value, dict | list | tuple | set | frozenset | BaseModel) and not (
+            is_dataclass(value) and not isinstance(value, type)
+        ):
+            if isinstance(value, Iterator):  # never iterated: endless, or with side effects
+                return f"<unserializable: {_type_name(value)}>"
+            try:  # dates, enums, UUIDs, paths, decimals...
+                return _ANY.dump_python(value, mode="json")
+            except Exception:
+                return f"<unserializable: {_type_name(value)}>"
     if depth >= MAX_DEPTH:
         return f"<nested deeper than {MAX_DEPTH}: {_type_name(value)}>"
     if id(value) in above:
         return f"<circular reference: {_type_name(value)}>"
     above.add(id(value))
+    depth += 1
     try:
         if isinstance(value, list | tuple | set | frozenset):
-            return [_walk(item, depth + 1, above) for item in value]
+            return [item if type(item) in _PLAIN else _walk(item, depth, above) for item in value]
         items = value if isinstance(value, dict) else _public_fields(value)
-        return {_key(key): _walk(item, depth + 1, above) for key, item in items.items()}
+        return {
+            key if type(key) is str else _key(key): (
+                item if type(item) in _PLAIN else _walk(item, depth, above)
+            )
+            for key, item in items.items()
+        }
     finally:
         above.discard(id(value))
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})
+_CONTAINERS = frozenset({dict, list, tuple})
 
 
 def _public_fields(value: Any) -> dict[str, Any]:
@@ -188,19 +202,6 @@ def _key(key: Any) -> str:
     if key is None or isinstance(key, bool | int | float):
         return json.dumps(key)
     return f"<{_type_name(key)}>"
-
-
-def encode_line(record: dict[str, Any]) -> bytes:
-    """One JSONL line of ``record`` (JSON-able data), UTF-8, with its newline.
-
-    Text is written as UTF-8; a string holding a lone surrogate, which UTF-8 cannot hold,
-    makes the line fall back to ``\\u`` escapes, which read back to the same string.
-    """
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-    try:
-        return text.encode("utf-8") + b"\n"
-    except UnicodeEncodeError:
-        return json.dumps(record, separators=(",", ":")).encode("ascii") + b"\n"
 
 
 def decode_message(data: Any) -> Any:

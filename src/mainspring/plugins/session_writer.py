@@ -47,7 +47,6 @@ from ..session_files import FileState, claim_for, file_state, inspect_session, t
 from ..sessions import (
     SessionConflictError,
     SessionFormatError,
-    encode_line,
     encode_message,
     header_record,
 )
@@ -190,6 +189,19 @@ def _mend_tail(writer: _Writer, size: int) -> None:
         os.ftruncate(fd, start)
 
 
+def _encode_line(record: dict[str, Any]) -> bytes:
+    """One JSONL line of ``record`` (JSON-able data), UTF-8, with its newline.
+
+    Text is written as UTF-8; a string holding a lone surrogate, which UTF-8 cannot hold,
+    makes the line fall back to ``\\u`` escapes, which read back to the same string.
+    """
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(record, separators=(",", ":")).encode("ascii") + b"\n"
+
+
 def _is_complete_line(line: bytes) -> bool:
     """Whether ``line`` (without its newline) is a whole record, as reading decides."""
     try:
@@ -226,7 +238,7 @@ def _append(writer: _Writer, records: list[dict[str, Any]]) -> bool:
     assert writer.file is not None and writer.state is not None
     size = writer.state[2]
     try:
-        _write_all(writer.file, b"".join(encode_line(record) for record in records))
+        _write_all(writer.file, b"".join(_encode_line(record) for record in records))
     except OSError as error:
         writer.failed = True
         log.error(
