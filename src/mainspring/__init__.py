@@ -4,10 +4,19 @@ The public surface for plugin authors and embedders. Everything not listed in
 ``__all__`` is private.
 """
 
-from .errors import AgentBusyError, Block, CompactionResult, HookError, PluginLoadError, StopRun
+from .errors import (
+    AgentBusyError,
+    Block,
+    CompactionResult,
+    HookError,
+    HookTimeoutError,
+    PluginLoadError,
+    StopRun,
+)
 from .hookspecs import hookimpl
 from .kernel.agent import Agent
-from .kernel.signal import AbortSignal
+from .kernel.relay import redactor
+from .kernel.signal import AbortSignal, RunAborted
 from .kernel.state import AgentState
 from .messages import (
     AssistantMessage,
@@ -40,6 +49,7 @@ __all__ = [
     "CompactionResult",
     "CompactionSummary",
     "HookError",
+    "HookTimeoutError",
     "ImageContent",
     "Message",
     "Model",
@@ -47,6 +57,7 @@ __all__ = [
     "PluginLoadError",
     "Provider",
     "ProviderError",
+    "RunAborted",
     "Settings",
     "StopRun",
     "TextContent",
@@ -63,6 +74,7 @@ __all__ = [
     "__version__",
     "freeze",
     "hookimpl",
+    "redactor",
     "thaw",
     "tool",
 ]

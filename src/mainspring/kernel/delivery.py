@@ -72,8 +72,8 @@ class Delivery:
         "failing",
         "guard",
         "relay",
+        "reports",
         "signal",
-        "stalled",
         "timeout_s",
     )
 
@@ -92,7 +92,7 @@ class Delivery:
         self.timeout_s = timeout_s
         self.failing = False
         """Set once the run is failing: failures are logged, never raised."""
-        self.stalled: list[HookError] = []
+        self.reports: list[HookError] = []
         """Steps that timed out or were detached, for ``hook_error`` events."""
         self._key: tuple[Any, Any] | None = None
         self._plan: tuple[_Step, ...] = ()
@@ -118,7 +118,7 @@ class Delivery:
         """Deliver ``event`` to every step; see the module for the failure semantics."""
         plan = self.plan(listeners)
         agent, signal = self.agent, self.signal
-        skipped = self.guard.detached
+        skipped = self.guard.stalled
         failure: BaseException | None = None
         for function, arity, is_async, owner, position in plan:
             if skipped and id(owner) in skipped:
@@ -157,7 +157,7 @@ class Delivery:
             await guard.watch(pending, owner, timeout)
         except BaseException as raised:
             failure = self._failed(owner, arity, event, raised, failure)
-        skipped = guard.detached
+        skipped = guard.stalled
         for function, arity, is_async, owner, _ in plan[position + 1 :]:
             if skipped and id(owner) in skipped:
                 continue
@@ -194,9 +194,9 @@ class Delivery:
         listener = arity == LISTENER
         name = listener_name(owner) if listener else owner.plugin
         hook = "listener" if listener else "on_event"
-        if isinstance(raised, HookTimeoutError) or id(owner) in self.guard.detached:
-            self.guard.detached.add(id(owner))
-            self.stalled.append(HookError(hook, name, raised))
+        if isinstance(raised, HookTimeoutError) or id(owner) in self.guard.stalled:
+            self.guard.stalled.add(id(owner))
+            self.reports.append(HookError(hook, name, raised))
             return failure
         if listener:
             log.error("listener_failed", event_type=event.type, error=repr(raised))

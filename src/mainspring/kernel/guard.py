@@ -9,11 +9,12 @@ kernel keeps the last word:
 - **abort**: :meth:`Guard.abort` cancels the wait. The awaitable gets a ``CancelledError``
   to clean up; whatever it does then, the wait ends in :class:`~mainspring.RunAborted`.
 - **deadline**: with ``timeout_s``, a wait still suspended after that many seconds is
-  cancelled the same way and ends in :class:`~mainspring.HookTimeoutError`.
+  cancelled the same way and ends in :class:`~mainspring.HookTimeoutError`; its owner is
+  recorded in :attr:`Guard.stalled`, and the kernel does not call it again in that run.
 - **detachment**: an awaitable that ignores the cancellation (catches it and waits on) is
   given ``grace_s`` more, then *detached*: the kernel stops driving it, closes it and never
   resumes it, so nothing is left for ``asyncio.run()`` to wait for at exit. Its owner is
-  recorded in :attr:`Guard.detached` and logged; the kernel does not call it again in
+  recorded in :attr:`Guard.stalled` and logged; the kernel does not call it again in
   that run.
 
 Once the guard is aborted, every wait (also one that starts later, such as a listener of
@@ -55,12 +56,13 @@ class Guard:
     that task's innermost active wait, which :meth:`abort` interrupts.
     """
 
-    __slots__ = ("_active", "_settle_by", "detached", "grace_s")
+    __slots__ = ("_active", "_settle_by", "grace_s", "stalled")
 
     def __init__(self, grace_s: float) -> None:
         self.grace_s = grace_s
-        self.detached: set[int] = set()
-        """``id()`` of every owner whose awaitable was detached."""
+        self.stalled: set[int] = set()
+        """``id()`` of every owner whose wait timed out or was detached: the kernel does
+        not call it again while this guard serves."""
         self._active: _Watch | None = None
         self._settle_by: float | None = None
 
@@ -255,11 +257,12 @@ class _Watch:
 
     def _outcome(self) -> BaseException:
         if self._cut == "timeout":
+            self._guard.stalled.add(id(self._owner))
             return HookTimeoutError(self._timeout_s or 0.0)
         return RunAborted("aborted")
 
     def _detach(self, steps: Any) -> None:
-        self._guard.detached.add(id(self._owner))
+        self._guard.stalled.add(id(self._owner))
         log.error(
             "detached",
             owner=owner_name(self._owner),

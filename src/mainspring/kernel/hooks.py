@@ -121,7 +121,7 @@ class Hooks:
         plan = self.relay.plan(hook)
         last = len(plan) - 1
         guard, timeout = self.guard, self.timeout_s
-        skipped = guard.detached
+        skipped = guard.stalled
         for function, arity, is_async, index, impl in plan:
             if sendable and impl.trusted and current is messages:
                 continue  # the built-in converter would hand these back unchanged
@@ -217,7 +217,7 @@ class Hooks:
         args = (messages, model, reason, agent, signal)
         guard, timeout = self.guard, self.timeout_s
         for impl in self.relay.implementations("compact"):
-            if guard.detached and id(impl) in guard.detached:
+            if guard.stalled and id(impl) in guard.stalled:
                 raise _stalled("compact", impl)
             try:
                 result = impl.call(args)
@@ -254,7 +254,7 @@ class Hooks:
         """
         every = (call, args, tool, agent, signal)
         guard, timeout = self.guard, self.timeout_s
-        skipped = guard.detached
+        skipped = guard.stalled
         before = fingerprint() if fingerprint is not None else None
         for function, arity, is_async, _, impl in self.relay.plan("before_tool_call"):
             try:
@@ -297,7 +297,7 @@ class Hooks:
         """Chain replacements; a failing filter turns the result into an error."""
         current = result
         guard, timeout = self.guard, self.timeout_s
-        skipped = guard.detached
+        skipped = guard.stalled
         for function, arity, is_async, _, impl in self.relay.plan("after_tool_result"):
             try:
                 if skipped and id(impl) in skipped:
@@ -338,7 +338,7 @@ class Hooks:
         guard, timeout = self.guard, self.timeout_s
         for impl in self.relay.implementations("filter_tool_update"):
             try:
-                if guard.detached and id(impl) in guard.detached:
+                if guard.stalled and id(impl) in guard.stalled:
                     raise _stalled("filter_tool_update", impl)
                 replacement = impl.call((call, current, agent, signal))
                 if impl.is_async or (replacement is not None and inspect.isawaitable(replacement)):
@@ -367,7 +367,7 @@ class Hooks:
         guard, timeout = self.guard, self.timeout_s
         for function, arity, is_async, _, impl in plan:
             try:
-                if guard.detached and id(impl) in guard.detached:
+                if guard.stalled and id(impl) in guard.stalled:
                     raise _stalled("should_stop_after_turn", impl)
                 if arity == 1:
                     stop = function(snapshot)

@@ -150,16 +150,16 @@ class Run:
         """
         delivery = self.delivery
         pending = delivery.deliver(event, self.core.listeners)
-        if pending is None and not delivery.stalled:
+        if pending is None and not delivery.reports:
             return None
         return self._finish_delivery(pending)
 
     async def _finish_delivery(self, pending: Awaitable[None] | None) -> None:
         if pending is not None:
             await pending
-        stalled = self.delivery.stalled
-        while stalled:
-            await self.report_hook_error(stalled.pop(0), "not called again in this run")
+        reports = self.delivery.reports
+        while reports:
+            await self.report_hook_error(reports.pop(0), "not called again in this run")
 
     async def report_hook_error(self, error: HookError, outcome: str) -> None:
         """Emit ``hook_error`` for a failure the kernel contained."""
