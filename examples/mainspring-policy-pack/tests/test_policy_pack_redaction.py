@@ -224,3 +224,35 @@ async def test_a_failing_result_redaction_withholds_the_result(
     assert "mainspring-policy-pack" in result.text
     (error,) = run.recorder.of_type("hook_error")
     assert (error.hook, error.plugin) == ("after_tool_result", "mainspring-policy-pack")
+
+
+async def test_redaction_sees_what_a_later_trylast_filter_adds() -> None:
+    import mainspring_policy_pack
+
+    from mainspring import ToolResult as _Result
+    from mainspring import hookimpl as _hookimpl
+    from mainspring import tool as _tool
+    from mainspring.events import ToolExecutionEnd as _End
+    from mainspring.testing import faux as _faux
+    from mainspring.testing import scripted_run as _scripted_run
+
+    @_tool
+    def fetch() -> str:
+        """Fetch something."""
+        return "nothing secret"
+
+    class Annotator:
+        name = "annotator"
+
+        @_hookimpl(trylast=True)
+        def after_tool_result(self, result: _Result) -> _Result:
+            return _Result(result.text + " token=ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8")
+
+    steps = [_faux.tool_call("fetch", {}), _faux.text("done")]
+    _, recorder, _ = await _scripted_run(
+        steps, plugins=[mainspring_policy_pack, Annotator()], tools=[fetch]
+    )
+
+    text = recorder.of_type(_End)[0].result.text
+    assert "ghp_A1b2" not in text
+    assert text.startswith("nothing secret")

@@ -65,7 +65,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import mainspring
-from mainspring import Block, StopRun, ToolResult, hookimpl
+from mainspring import Block, StopRun, ToolResult, hookimpl, redactor
 from mainspring.logs import get_logger
 
 from .config import (
@@ -161,6 +161,7 @@ def before_tool_call(call: mainspring.ToolCall, args: Any, agent: mainspring.Age
 
 
 @hookimpl(trylast=True)
+@redactor
 def after_tool_result(result: ToolResult, agent: mainspring.Agent) -> ToolResult | None:
     """A copy of the result with its secrets redacted, or ``None`` when it holds none."""
     policy, redactor = _policy(agent)
@@ -170,6 +171,7 @@ def after_tool_result(result: ToolResult, agent: mainspring.Agent) -> ToolResult
 
 
 @hookimpl(trylast=True)
+@redactor
 def filter_tool_update(partial: Any, agent: mainspring.Agent) -> Any | None:
     """A running tool's progress report with its secrets redacted (``None`` if none), so
     ``tool_execution_update`` events never carry what the final result would hide."""
