@@ -419,7 +419,36 @@ CASES: list[tuple[str, Any, Any, list[str]]] = [
     ("format-ignored", {"type": "string", "format": "email"}, "not an email", []),
     ("default-ignored", {"type": "integer", "default": "x"}, 1, []),
     ("unknown-keyword-ignored", {"type": "integer", "x-whatever": {"type": "string"}}, 1, []),
-    ("malformed-keyword-ignored", {"minLength": "three", "required": True}, "", []),
+    (
+        "malformed-keyword-reported",
+        {"minLength": "three", "required": True},
+        "",
+        [
+            "(root): schema error: invalid JSON schema: "
+            "at minLength: 'three' is not of type 'integer'"
+        ],
+    ),
+    # the draft a schema names is the draft it is validated with
+    (
+        "draft7-declared",
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "items": [{"type": "integer"}],
+            "additionalItems": False,
+        },
+        [1, 2],
+        ["(root): must have at most 1 item, got 2"],
+    ),
+    (
+        "draft4-declared",
+        {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "maximum": 3,
+            "exclusiveMaximum": True,
+        },
+        3,
+        ["(root): must be < 3, got 3"],
+    ),
     # value display
     (
         "long-value-shortened",
@@ -542,6 +571,9 @@ def test_check_schema_accepts(schema: dict[str, Any]) -> None:
         ({"$ref": "#/$defs/Missing"}, "at \\$ref: cannot resolve '#/\\$defs/Missing'"),
         ({"$ref": "https://example.com/schema.json"}, "cannot resolve"),
         ({"$ref": 3}, "at \\$ref: expected a string"),
+        ({"minLength": "three"}, "at minLength: 'three' is not of type 'integer'"),
+        ({"required": "name"}, "at required: 'name' is not of type 'array'"),
+        ({"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}}, "refers to itself"),
     ],
 )
 def test_check_schema_rejects(schema: Any, message: str) -> None:
