@@ -7,11 +7,12 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 __all__ = [
     "CompactionSettings",
     "HookSettings",
+    "OtelSettings",
     "ProviderSettings",
     "QueueMode",
     "RetrySettings",
@@ -105,6 +106,37 @@ class ProviderSettings(_Section):
     request_timeout_s: float | None = Field(default=600.0, gt=0)
 
 
+class OtelSettings(_Section):
+    """Tracing of runs with OpenTelemetry (the built-in ``otel`` plugin; ``docs/tracing.md``).
+
+    ``enabled``: ``True`` traces every run, ``False`` none; ``None`` (the default) follows
+    the standard environment: on when ``OTEL_TRACES_EXPORTER`` names an exporter other
+    than ``none``, or ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
+    is set. ``OTEL_SDK_DISABLED=true`` turns tracing off whatever this says. Tracing needs
+    ``opentelemetry-api`` (``pip install 'mainspring[otel]'``); without it a warning is
+    logged and runs are not traced.
+    ``capture_content``: record message text, tool arguments and tool results on spans
+    (the conventions' opt-in); ``None`` follows
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``. ``max_content_chars``
+    caps each recorded text. ``agent_name`` names the run span (``invoke_agent {name}``).
+    ``tracer_provider`` (code only, never from a file): the provider to use instead of the
+    application's global one.
+    """
+
+    enabled: bool | None = None
+    capture_content: bool | None = None
+    max_content_chars: int = Field(default=16_384, ge=1)
+    agent_name: str | None = None
+    tracer_provider: Any = Field(default=None, exclude=True, repr=False)
+
+    @field_validator("tracer_provider")
+    @classmethod
+    def _a_provider(cls, value: Any) -> Any:
+        if value is not None and not callable(getattr(value, "get_tracer", None)):
+            raise ValueError("tracer_provider must be an OpenTelemetry TracerProvider")
+        return value
+
+
 class Settings(_Section):
     """Everything an agent can be tuned with; sections are frozen, build a new one.
 
@@ -116,6 +148,7 @@ class Settings(_Section):
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     hooks: HookSettings = Field(default_factory=HookSettings)
+    otel: OtelSettings = Field(default_factory=OtelSettings)
     steering_mode: QueueMode = "one-at-a-time"
     follow_up_mode: QueueMode = "one-at-a-time"
     max_turns: int = Field(default=200, ge=1)

@@ -1,0 +1,148 @@
+"""Built-in: OpenTelemetry traces of runs, following the semantic conventions for GenAI.
+
+Off unless turned on (:class:`~mainspring.settings.OtelSettings`, ``[otel]`` in the
+config file, or the standard ``OTEL_*`` environment variables; see
+:func:`tracing_enabled`). While off, nothing of OpenTelemetry is imported and each event
+costs one dictionary lookup. While on, every run is one ``invoke_agent`` span with
+``chat {model}`` spans (one per model request, retried attempts included) and
+``execute_tool {name}`` spans as its children; :mod:`mainspring.plugins.otel_spans`
+says what each span carries. Spans go to ``settings.otel.tracer_provider`` if set, else
+to the application's global tracer provider.
+
+The plugin observes; it never changes a run. Its ``transform_context`` (``trylast``, so
+it runs after every other transform, the policy pack's redaction included) returns
+``None`` and only notes when a request starts and what it sends. A failure inside the
+tracing code is logged once and ends the tracing of that run, never the run.
+
+Content (message text, tool arguments and results) is recorded only when
+``capture_content`` is on; see ``docs/tracing.md`` for what is recorded and how it
+relates to redaction. Disable the plugin with ``disable_plugins=["otel"]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..hookspecs import hookimpl
+from ..logs import get_logger
+
+if TYPE_CHECKING:
+    from ..settings import OtelSettings
+
+__all__ = ["content_enabled", "on_event", "traced_runs", "tracing_enabled", "transform_context"]
+
+log = get_logger("mainspring.otel")
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+_traces: dict[int, Any] = {}
+"""``id(agent)`` → the :class:`~mainspring.plugins.otel_spans.RunTrace` of its run."""
+
+_warned_missing = False
+
+
+def _flag(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in _TRUE
+
+
+def tracing_enabled(settings: OtelSettings, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether runs are traced under ``settings`` and ``environ`` (default ``os.environ``).
+
+    ``OTEL_SDK_DISABLED=true`` turns tracing off. Otherwise ``settings.enabled`` decides
+    when set; when ``None``, tracing is on if ``OTEL_TRACES_EXPORTER`` names an exporter
+    other than ``none``, or an OTLP endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is set.
+    """
+    env = os.environ if environ is None else environ
+    if _flag(env.get("OTEL_SDK_DISABLED")):
+        return False
+    if settings.enabled is not None:
+        return settings.enabled
+    exporter = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporter and exporter != "none":
+        return True
+    return bool(
+        env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+
+
+def content_enabled(settings: OtelSettings, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether content is recorded: ``settings.capture_content`` when set, else
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``."""
+    if settings.capture_content is not None:
+        return settings.capture_content
+    env = os.environ if environ is None else environ
+    return _flag(env.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"))
+
+
+def traced_runs() -> int:
+    """How many runs are being traced right now (all agents of the process)."""
+    return len(_traces)
+
+
+def _begin(event: Any, agent: Any) -> None:
+    """At ``agent_start``: start tracing the run if tracing is on for ``agent``."""
+    global _warned_missing
+    settings = agent.settings.otel
+    if not tracing_enabled(settings):
+        return
+    try:
+        from . import otel_spans
+    except ImportError as error:
+        if not _warned_missing:
+            _warned_missing = True
+            log.warning(
+                "otel_unavailable",
+                error=str(error),
+                hint="tracing is on but opentelemetry-api is not installed: "
+                "pip install 'mainspring[otel]'",
+            )
+        return
+    try:
+        trace = otel_spans.RunTrace(agent, event, settings, content_enabled(settings))
+    except Exception as error:
+        log.error("otel_failed", error=repr(error), run_id=event.run_id)
+        return
+    _traces[id(agent)] = trace
+
+
+def _failed(agent: Any, trace: Any, error: BaseException) -> None:
+    """Stop tracing ``agent``'s run after a failure of the tracing code itself."""
+    _traces.pop(id(agent), None)
+    log.error("otel_failed", error=repr(error), run_id=trace.run_id)
+    with contextlib.suppress(Exception):  # best effort after a failure
+        trace.close("tracing failed")
+
+
+@hookimpl
+def on_event(event: Any, agent: Any, signal: Any) -> None:
+    """Feed ``event`` to the run's trace; start one at ``agent_start`` when tracing is on."""
+    trace = _traces.get(id(agent))
+    if trace is None or trace.run_id != event.run_id:
+        if trace is not None:  # a run that never ended (it cannot happen; be safe)
+            _failed(agent, trace, RuntimeError("run ended without agent_end"))
+        if event.type == "agent_start":
+            _begin(event, agent)
+        return
+    try:
+        if trace.on_event(event, signal):
+            del _traces[id(agent)]
+    except Exception as error:
+        _failed(agent, trace, error)
+
+
+@hookimpl(trylast=True)
+def transform_context(messages: tuple[Any, ...], agent: Any) -> None:
+    """Note that a request is being prepared and what it sends; never changes it.
+
+    ``trylast``: it sees the messages after every other transform (redaction included).
+    """
+    trace = _traces.get(id(agent))
+    if trace is not None:
+        try:
+            trace.request(messages)
+        except Exception as error:
+            _failed(agent, trace, error)

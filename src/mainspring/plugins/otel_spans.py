@@ -1,0 +1,384 @@
+"""The spans of one traced run, built from its events (imports ``opentelemetry-api``).
+
+- ``invoke_agent`` (or ``invoke_agent {agent_name}``), kind INTERNAL, from
+  ``agent_start`` to ``agent_end``; a child of whatever span is current where the run was
+  started. Attributes: ``gen_ai.operation.name``, ``gen_ai.provider.name``,
+  ``gen_ai.request.model``, ``gen_ai.agent.name`` (if named), ``mainspring.run_id``,
+  ``mainspring.end_reason``, ``mainspring.turns``, and the run's total
+  ``gen_ai.usage.input_tokens`` / ``output_tokens``. Span events: ``mainspring.retry``,
+  ``mainspring.compaction``, ``mainspring.steering`` (a steered or follow-up message
+  joined the run), ``mainspring.hook_error``, ``mainspring.abort``. Status ERROR with
+  ``error.type`` ``error`` or ``aborted`` when the run ended so.
+- ``chat {model}``, kind CLIENT, one per request attempt: from when the kernel starts
+  preparing the request (after any compaction) to the reply's ``message_end``; an
+  attempt that failed before streaming ends at its ``retry`` (or at the overflow
+  compaction it causes). ``gen_ai.operation.name=chat``, ``gen_ai.provider.name``,
+  ``gen_ai.request.model``, ``gen_ai.response.model``, ``gen_ai.response.id``,
+  ``gen_ai.response.finish_reasons``, ``gen_ai.usage.input_tokens`` (cache reads and
+  writes included) / ``output_tokens``, ``gen_ai.usage.cache_read.input_tokens`` /
+  ``cache_creation.input_tokens`` when non-zero, ``mainspring.turn``,
+  ``mainspring.request.attempt`` (0 for the first try). ``error.type``:
+  ``provider_error``, ``context_overflow`` or ``aborted``.
+- ``execute_tool {name}``, kind INTERNAL, from ``tool_execution_start`` to
+  ``tool_execution_end`` (parallel calls overlap): ``gen_ai.operation.name=execute_tool``,
+  ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type=function``,
+  ``mainspring.turn``, ``mainspring.tool.decision`` (``allow``/``block``; absent when the
+  call failed before the gates). A block is also a ``mainspring.tool.blocked`` span event
+  naming the plugin. ``error.type``: ``blocked``, ``aborted``, ``timeout`` or
+  ``tool_error``.
+
+With content capture on, and only then: ``gen_ai.system_instructions`` on the run span;
+``gen_ai.input.messages`` (the request's messages after its last assistant message, as
+the last ``transform_context`` left them) and ``gen_ai.output.messages`` on chat spans;
+``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result`` on tool spans; error
+texts as status descriptions; the reasons of blocks and the errors of hook failures.
+
+While the run is traced its span is the current OpenTelemetry context of the run's task
+(so spans that providers and tools open are its children), and its ``trace_id`` and
+``span_id`` are bound to structlog's context, so every log line of the run carries them.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from typing import Any
+
+import structlog
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from .. import __version__
+from ..settings import OtelSettings
+from .otel_content import encode, input_tail, mask_secrets, message_parts, result_text
+
+__all__ = ["RunTrace"]
+
+_tracers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _tracer(provider: Any) -> Any:
+    try:
+        tracer = _tracers.get(provider)
+    except TypeError:  # a provider that cannot be weakly referenced
+        return provider.get_tracer("mainspring", __version__)
+    if tracer is None:
+        tracer = _tracers[provider] = provider.get_tracer("mainspring", __version__)
+    return tracer
+
+
+def _usage_attributes(usage: Any) -> dict[str, int]:
+    attributes = {
+        "gen_ai.usage.input_tokens": usage.input_tokens
+        + usage.cache_read_tokens
+        + usage.cache_write_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+    }
+    if usage.cache_read_tokens:
+        attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+    return attributes
+
+
+class RunTrace:
+    """The spans of one run; :meth:`on_event` returns ``True`` once the run has ended."""
+
+    __slots__ = (
+        "attempt",
+        "blocked",
+        "capture",
+        "chat",
+        "compaction_ns",
+        "input_tokens",
+        "limit",
+        "model",
+        "output_tokens",
+        "parent",
+        "pending",
+        "provider",
+        "requests",
+        "run_id",
+        "saw_abort",
+        "span",
+        "token",
+        "tools",
+        "tracer",
+        "turns",
+    )
+
+    def __init__(self, agent: Any, event: Any, settings: OtelSettings, capture: bool) -> None:
+        provider = settings.tracer_provider or trace.get_tracer_provider()
+        self.tracer = _tracer(provider)
+        self.run_id: str = event.run_id
+        self.capture = capture
+        self.limit = settings.max_content_chars
+        state = agent.state
+        self.provider: str = state.model.provider
+        self.model: str = state.model.id
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.provider.name": self.provider,
+            "gen_ai.request.model": self.model,
+            "mainspring.run_id": self.run_id,
+        }
+        name = "invoke_agent"
+        if settings.agent_name:
+            name = f"invoke_agent {settings.agent_name}"
+            attributes["gen_ai.agent.name"] = settings.agent_name
+        if capture and state.system_prompt:
+            attributes["gen_ai.system_instructions"] = encode(
+                [{"type": "text", "content": state.system_prompt}]
+            )
+        self.span: Span = self.tracer.start_span(
+            name, kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        self.parent = trace.set_span_in_context(self.span)
+        self.token = otel_context.attach(self.parent)
+        context = self.span.get_span_context()
+        if context.is_valid:
+            structlog.contextvars.bind_contextvars(
+                trace_id=trace.format_trace_id(context.trace_id),
+                span_id=trace.format_span_id(context.span_id),
+            )
+        self.chat: Span | None = None
+        self.pending: tuple[int, tuple[Any, ...]] | None = None  # (start ns, messages)
+        self.attempt = 0
+        self.requests = 0
+        self.turns = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.tools: dict[str, Span] = {}
+        self.blocked: set[str] = set()
+        self.compaction_ns = 0
+        self.saw_abort = False
+
+    # -- the kernel's calls ----------------------------------------------------------------
+
+    def request(self, messages: tuple[Any, ...]) -> None:
+        """A request is being prepared (``transform_context``): its start and messages."""
+        self.pending = (time.time_ns(), messages)
+
+    def on_event(self, event: Any, signal: Any) -> bool:
+        """Update the spans for ``event``; ``True`` when the run has ended."""
+        if signal.aborted and not self.saw_abort:
+            self.saw_abort = True
+            self.span.add_event("mainspring.abort", {"reason": str(signal.reason)})
+        handler = _HANDLERS.get(event.type)
+        if handler is None:
+            return False
+        return handler(self, event) is True
+
+    def close(self, reason: str) -> None:
+        """End every open span and leave the run's context (the run ended or failed)."""
+        for span in (*self.tools.values(), *((self.chat,) if self.chat else ())):
+            span.set_status(Status(StatusCode.ERROR, reason if self.capture else None))
+            span.end()
+        self.tools.clear()
+        self.chat = None
+        self.span.end()
+        structlog.contextvars.unbind_contextvars("trace_id", "span_id")
+        otel_context.detach(self.token)  # logs, never raises, if the context differs
+
+    # -- chat spans ------------------------------------------------------------------------
+
+    def _open_chat(self) -> Span:
+        pending, self.pending = self.pending, None
+        start = pending[0] if pending is not None else None
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": self.provider,
+            "gen_ai.request.model": self.model,
+            "mainspring.turn": self.turns - 1,
+            "mainspring.request.attempt": self.attempt,
+        }
+        if self.capture and pending is not None:
+            tail = input_tail(pending[1])
+            encoded = [m for m in (message_parts(m, self.limit) for m in tail) if m is not None]
+            attributes["gen_ai.input.messages"] = encode(encoded)
+        self.requests += 1
+        span: Span = self.tracer.start_span(
+            f"chat {self.model}",
+            context=self.parent,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=start,
+        )
+        return span
+
+    def _failed_attempt(self, error_type: str, error: str) -> None:
+        """An attempt that failed before streaming: a chat span ending now."""
+        if self.chat is None and self.pending is not None:
+            span = self._open_chat()
+            span.set_attribute("error.type", error_type)
+            span.set_status(Status(StatusCode.ERROR, error if self.capture else None))
+            span.end()
+
+    def _message_start(self, event: Any) -> None:
+        if event.message.role == "assistant" and self.chat is None:
+            self.chat = self._open_chat()
+
+    def _message_end(self, event: Any) -> None:
+        message = event.message
+        role = message.role
+        if role != "assistant":
+            if role != "tool_result" and self.requests:
+                joined = {"mainspring.message.role": role}
+                if self.capture:
+                    joined["gen_ai.input.messages"] = encode([message_parts(message, self.limit)])
+                self.span.add_event("mainspring.steering", joined)
+            return
+        span, self.chat = self.chat, None
+        if span is None:
+            return
+        usage = message.usage
+        self.input_tokens += usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        self.output_tokens += usage.output_tokens
+        attributes: dict[str, Any] = _usage_attributes(usage)
+        attributes["gen_ai.response.model"] = message.model or self.model
+        attributes["gen_ai.response.finish_reasons"] = (message.stop_reason,)
+        if message.response_id:
+            attributes["gen_ai.response.id"] = message.response_id
+        if self.capture:
+            attributes["gen_ai.output.messages"] = encode(
+                [message_parts(message, self.limit, output=True)]
+            )
+        stop = message.stop_reason
+        if stop == "error" or stop == "aborted":
+            attributes["error.type"] = "aborted" if stop == "aborted" else "provider_error"
+            description = message.error_message if self.capture else None
+            span.set_status(Status(StatusCode.ERROR, description))
+        span.set_attributes(attributes)
+        span.end()
+
+    def _turn_start(self, event: Any) -> None:
+        self.turns += 1
+
+    def _retry(self, event: Any) -> None:
+        self._failed_attempt("provider_error", event.error)
+        attributes: dict[str, Any] = {
+            "mainspring.retry.attempt": event.attempt,
+            "mainspring.retry.max_attempts": event.max_attempts,
+            "mainspring.retry.delay_s": event.delay_s,
+        }
+        if self.capture:
+            attributes["error.message"] = event.error
+        self.span.add_event("mainspring.retry", attributes)
+        self.attempt = event.attempt
+
+    def _compaction_start(self, event: Any) -> None:
+        if event.reason == "overflow":
+            self._failed_attempt("context_overflow", "the context window was exceeded")
+            self.attempt = 0
+        self.pending = None
+        self.compaction_ns = time.monotonic_ns()
+
+    def _compaction_end(self, event: Any) -> None:
+        attributes: dict[str, Any] = {
+            "mainspring.compaction.reason": event.reason,
+            "mainspring.compaction.tokens_before": event.tokens_before,
+            "mainspring.compaction.tokens_after": event.tokens_after,
+            "mainspring.compaction.duration_s": (time.monotonic_ns() - self.compaction_ns) / 1e9,
+            "mainspring.compaction.failed": event.error is not None,
+        }
+        if self.capture and event.error is not None:
+            attributes["error.message"] = event.error
+        self.span.add_event("mainspring.compaction", attributes)
+
+    # -- tool spans ------------------------------------------------------------------------
+
+    def _tool_start(self, event: Any) -> None:
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": event.tool_name,
+            "gen_ai.tool.call.id": event.tool_call_id,
+            "gen_ai.tool.type": "function",
+            "mainspring.turn": self.turns - 1,
+        }
+        if self.capture:
+            attributes["gen_ai.tool.call.arguments"] = encode(mask_secrets(event.args))
+        self.tools[event.tool_call_id] = self.tracer.start_span(
+            f"execute_tool {event.tool_name}",
+            context=self.parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+
+    def _tool_decision(self, event: Any) -> None:
+        span = self.tools.get(event.tool_call_id)
+        if span is None:
+            return
+        span.set_attribute("mainspring.tool.decision", event.decision)
+        if event.decision == "block":
+            self.blocked.add(event.tool_call_id)
+            attributes = {"mainspring.plugin": str(event.plugin)}
+            if self.capture and event.reason:
+                attributes["mainspring.reason"] = event.reason
+            span.add_event("mainspring.tool.blocked", attributes)
+
+    def _tool_end(self, event: Any) -> None:
+        span = self.tools.pop(event.tool_call_id, None)
+        if span is None:
+            return
+        result = event.result
+        if self.capture:
+            span.set_attribute("gen_ai.tool.call.result", result_text(result.content, self.limit))
+        if event.is_error:
+            if event.tool_call_id in self.blocked:
+                self.blocked.discard(event.tool_call_id)
+                error_type = "blocked"
+            elif self.saw_abort:
+                error_type = "aborted"
+            elif " timed out after " in result_text(result.content[:1], 200):
+                error_type = "timeout"
+            else:
+                error_type = "tool_error"
+            span.set_attribute("error.type", error_type)
+            description = result_text(result.content, self.limit) if self.capture else None
+            span.set_status(Status(StatusCode.ERROR, description))
+        span.end()
+
+    # -- the run ---------------------------------------------------------------------------
+
+    def _hook_error(self, event: Any) -> None:
+        attributes = {
+            "mainspring.hook": event.hook,
+            "mainspring.plugin": event.plugin,
+            "mainspring.outcome": event.outcome,
+        }
+        if self.capture:
+            attributes["error.message"] = event.error
+        self.span.add_event("mainspring.hook_error", attributes)
+
+    def _agent_end(self, event: Any) -> bool:
+        span = self.span
+        span.set_attributes(
+            {
+                "mainspring.end_reason": event.reason,
+                "mainspring.turns": self.turns,
+                "gen_ai.usage.input_tokens": self.input_tokens,
+                "gen_ai.usage.output_tokens": self.output_tokens,
+            }
+        )
+        if event.reason in ("error", "aborted"):
+            span.set_attribute("error.type", event.reason)
+            span.set_status(Status(StatusCode.ERROR, event.detail if self.capture else None))
+        self.close(f"the run ended ({event.reason})")
+        return True
+
+
+_HANDLERS: dict[str, Any] = {
+    "agent_end": RunTrace._agent_end,
+    "turn_start": RunTrace._turn_start,
+    "message_start": RunTrace._message_start,
+    "message_end": RunTrace._message_end,
+    "tool_execution_start": RunTrace._tool_start,
+    "tool_decision": RunTrace._tool_decision,
+    "tool_execution_end": RunTrace._tool_end,
+    "retry": RunTrace._retry,
+    "compaction_start": RunTrace._compaction_start,
+    "compaction_end": RunTrace._compaction_end,
+    "hook_error": RunTrace._hook_error,
+}
+"""The events that change spans; the others (``message_update``…) cost a lookup."""
