@@ -12,19 +12,12 @@ every plugin a control turns off is logged at WARNING and listed in
 :attr:`PluginSet.disabled`; a plugin named in ``required`` that is missing, disabled,
 shadowed or fails to load stops the agent; once loaded, a required plugin cannot be
 unregistered, and :attr:`PluginSet.infos` follows later registrations and unregistrations.
-
-Loading is paid once per process: the entry-point scan is cached (rescanned when
-``sys.path`` or one of its directories changes, or after :func:`rescan_installed_plugins`),
-imported plugin modules stay in ``sys.modules``, and what pluggy reads off a plugin
-module is remembered (see :class:`~mainspring.kernel.plugin_set.KernelManager`).
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-import os
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -39,7 +32,6 @@ from .plugin_controls import (
     DisabledPlugin,
     PluginControls,
     distribution_of,
-    forget_distributions,
     normalise,
     plugin_controls,
     required_problems,
@@ -68,7 +60,6 @@ __all__ = [
     "load_plugins",
     "plugin_controls",
     "required_hint",
-    "rescan_installed_plugins",
 ]
 
 _log = get_logger(__name__)
@@ -139,61 +130,17 @@ def _inprocess_name(plugin: Any, taken: set[str]) -> str:
 Installed = dict[str, list["EntryPoint"]]
 
 
-_scan: tuple[tuple[tuple[str, int | None], ...], Installed] | None = None
-"""The last entry-point scan and the state of ``sys.path`` it was made on."""
-
-
-def _path_state() -> tuple[tuple[str, int | None], ...]:
-    """Each ``sys.path`` entry with its modification time (``None``: missing).
-
-    Installing or removing a distribution adds or removes a directory entry (its
-    ``*.dist-info``, a ``.pth`` file) in a ``sys.path`` directory, which changes that
-    directory's modification time.
-    """
-    state: list[tuple[str, int | None]] = []
-    for entry in sys.path:
-        try:
-            stamp: int | None = os.stat(entry or ".").st_mtime_ns
-        except (OSError, ValueError):
-            stamp = None
-        state.append((entry, stamp))
-    return tuple(state)
-
-
-def rescan_installed_plugins() -> None:
-    """Forget the cached entry-point scan: the next agent looks installed plugins up afresh.
-
-    The scan is redone anyway when ``sys.path`` or one of its directories changed; call
-    this after changing an installed distribution in place (editing its
-    ``entry_points.txt``, say) in a running process.
-    """
-    global _scan
-    _scan = None
-    forget_distributions()
-
-
-def _installed() -> Installed:
-    """The ``mainspring`` entry points by normalised name, in ``sys.path`` order (cached)."""
-    global _scan
-    state = _path_state()
-    if _scan is not None and _scan[0] == state:
-        return _scan[1]
-    from importlib_metadata import entry_points  # only when installed plugins are wanted
-
-    found: Installed = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(normalise(ep.name), []).append(ep)
-    forget_distributions()
-    _scan = (state, found)
-    return found
-
-
 def _discover(controls: PluginControls, required: bool) -> Installed | None:
     """The group's entry points by normalised name, in ``sys.path`` order; ``None`` when
     they need not be looked up (autoload turned off in code and nothing required)."""
     if not controls.autoload and controls.autoload_off_by != ENV_AUTOLOAD and not required:
         return None
-    return {name: list(eps) for name, eps in _installed().items()}
+    from importlib_metadata import entry_points  # only when installed plugins are wanted
+
+    found: Installed = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(normalise(ep.name), []).append(ep)
+    return found
 
 
 def _select(
