@@ -9,9 +9,9 @@ costs one dictionary lookup. While on, every run is one ``invoke_agent`` span wi
 says what each span carries. Spans go to ``settings.otel.tracer_provider`` if set, else
 to the application's global tracer provider.
 
-The plugin observes; it never changes a run. Its ``transform_context`` (``trylast``, so
-it runs after every other transform, the policy pack's redaction included) returns
-``None`` and only notes when a request starts and what it sends. A failure inside the
+The plugin observes; it never changes a run. Its ``transform_context`` (called after
+every other transform, the policy pack's redaction included) returns ``None`` and only
+notes when a request starts and what it sends. A failure inside the
 tracing code is logged once and ends the tracing of that run, never the run.
 
 Content (message text, tool arguments and results) is recorded only when
@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..hookspecs import hookimpl
+from ..kernel.relay import redactor
 from ..logs import get_logger
 
 if TYPE_CHECKING:
@@ -135,10 +136,13 @@ def on_event(event: Any, agent: Any, signal: Any) -> None:
 
 
 @hookimpl(trylast=True)
+@redactor
 def transform_context(messages: tuple[Any, ...], agent: Any) -> None:
     """Note that a request is being prepared and what it sends; never changes it.
 
-    ``trylast``: it sees the messages after every other transform (redaction included).
+    Marked a redactor (and ``trylast``) only for its place in the chain: the kernel calls
+    it after every transform that is not a redactor, the policy pack's redaction
+    included, so it records the messages as the model is sent them.
     """
     trace = _traces.get(id(agent))
     if trace is not None:
