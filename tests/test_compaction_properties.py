@@ -41,7 +41,8 @@ from mainspring import (
 )
 from mainspring.kernel.invariants import transcript_problem
 from mainspring.plugins.compaction import compact, cut_index, safe_cut_points
-from mainspring.plugins.tokens import estimate_tokens
+from mainspring.plugins.convert import convert_to_llm
+from mainspring.plugins.tokens import estimate_tokens, tail_tokens
 from mainspring.settings import CompactionSettings, Settings
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 
@@ -165,12 +166,19 @@ def test_cut_index_is_a_safe_point_that_fits_or_the_latest(
         return
     assert index in points
     assert transcript_problem(messages[index:]) is None
-    if estimate_tokens(messages[index:]) > budget:
+    # a tail is measured by its own content, never by the usage a kept reply reported
+    size = estimate_tokens(messages[index:], reported_usage=False)
+    assert size == tail_tokens(messages)[index]
+    if size > budget:
         # nothing fits: the shortest tail
         assert index == points[-1]
     else:
         # the earliest (longest) tail that fits
-        assert all(estimate_tokens(messages[p:]) > budget for p in points if p < index)
+        assert all(
+            estimate_tokens(messages[p:], reported_usage=False) > budget
+            for p in points
+            if p < index
+        )
 
 
 # == the fallback compaction ============================================================
@@ -259,3 +267,132 @@ def test_a_run_over_a_random_transcript_stays_valid(messages: list[Any], window:
     [request] = provider.requests
     assert transcript_problem(request.messages, llm_only=True) is None
     assert recorder.of_type("agent_end")[0].reason == "stop"
+
+
+# == usage as real providers report it ==================================================
+
+
+def content(messages: Any) -> int:
+    """The content estimate: what the messages say, whatever usage they carry."""
+    return estimate_tokens(list(messages), reported_usage=False)
+
+
+def sent(messages: Any) -> tuple[Any, ...]:
+    """What the default converter sends for ``messages``."""
+    converted = convert_to_llm(tuple(messages))
+    return tuple(messages) if converted is None else converted
+
+
+@st.composite
+def reported(draw: st.DrawFn) -> list[Any]:
+    """A transcript as real providers leave it: every completed reply reports the request
+    it answered (a system prompt, then what the converter sent, counted by a tokenizer
+    that differs from the estimate) plus its own output; failed replies report nothing."""
+    ratio = draw(st.sampled_from([0.5, 1.0, 1.3, 2.0]))
+    system = draw(st.integers(0, 1_500))
+    out: list[Any] = []
+    for message in draw(transcripts()):
+        if isinstance(message, AssistantMessage) and message.stop_reason in ("stop", "tool_use"):
+            usage = Usage(
+                input_tokens=system + int(content(sent(out)) * ratio),
+                output_tokens=max(1, int(content([message]) * ratio)),
+            )
+            message = message.model_copy(update={"usage": usage})  # the same timestamp
+        out.append(message)
+    return out
+
+
+@EXAMPLES
+@given(reported(), keep_recent, windows)
+def test_the_fallback_keeps_the_longest_tail_within_budget(
+    messages: list[Any], keep_recent_tokens: int, window: int
+) -> None:
+    agent = agent_with(keep_recent_tokens, window)
+    result = compact(tuple(messages), agent.state.model, agent)
+    if result is None:
+        return
+    budget = min(keep_recent_tokens, (window - min(16_384, window // 4)) // 2)
+    body = [m for m in messages if not isinstance(m, CompactionSummary)]
+    tail = list(result.messages[1:])
+    start = len(body) - len(tail)
+    points = safe_cut_points(body)
+    assert start in points
+    if start != points[-1]:
+        assert content(tail) <= budget  # within budget...
+    longer = [point for point in points if point < start]
+    if longer:
+        assert content(body[longer[-1] :]) > budget  # ...and not smaller than needed
+
+
+@EXAMPLES
+@given(reported(), keep_recent, windows, st.sampled_from([0.5, 1.0, 2.0]))
+def test_after_a_compaction_the_estimate_is_that_of_what_was_kept(
+    messages: list[Any], keep_recent_tokens: int, window: int, ratio: float
+) -> None:
+    agent = agent_with(keep_recent_tokens, window)
+    result = compact(tuple(messages), agent.state.model, agent)
+    if result is None:
+        return
+    kept = result.messages
+    # the kept replies' usage described requests that no longer exist
+    assert estimate_tokens(kept) == content(kept)
+    assert estimate_tokens(sent(kept)) == content(sent(kept))
+    # the next reply reports usage for the compacted request: that counts again
+    reply = AssistantMessage(
+        content=(TextContent(text="next"),),
+        provider="faux",
+        model="t",
+        stop_reason="stop",
+        usage=Usage(input_tokens=int(content(sent(kept)) * ratio) + 1, output_tokens=3),
+    )
+    prompt = UserMessage(content="and then?")
+    assert estimate_tokens(sent([*kept, reply])) == reply.usage.total_tokens
+    assert estimate_tokens(sent([*kept, reply, prompt])) == (
+        reply.usage.total_tokens + content([prompt])
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reported(), windows, st.sampled_from([0.5, 1.0, 2.0]))
+def test_the_next_request_counts_from_the_usage_of_the_compacted_one(
+    messages: list[Any], window: int, ratio: float
+) -> None:
+    """Two prompts in a row; the provider reports usage for each request it gets."""
+
+    def answer(request: Any) -> Any:
+        usage = Usage(input_tokens=int(content(request.messages) * ratio), output_tokens=2)
+        return faux.reply("ok", usage=usage)
+
+    async def scenario() -> tuple[Agent, EventRecorder, FauxProvider]:
+        provider = FauxProvider([answer, answer])  # a function step answers per request
+        agent = Agent(
+            model=Model(provider="faux", id="t", context_window=window),
+            provider=provider,
+            messages=messages,
+            autoload=False,
+        )
+        recorder = EventRecorder()
+        agent.subscribe(recorder)
+        await agent.prompt("next")
+        await agent.prompt("again")
+        return agent, recorder, provider
+
+    _agent, recorder, provider = asyncio.run(scenario())
+    check_event_grammar(recorder.events)
+    first, second = provider.requests
+    starts = recorder.of_type("compaction_start")
+    ends = recorder.of_type("compaction_end")
+    runs = [e.run_id for e in recorder.of_type("agent_start")]
+    if ends and ends[0].run_id == runs[0] and ends[0].error is None:
+        # tokens_after: the estimate of what was kept, as it was sent
+        assert ends[0].tokens_after == content(first.messages)
+    # the second request is counted from the first reply's usage plus the new prompt
+    reply = next(
+        e.message for e in recorder.of_type("message_end") if e.message.role == "assistant"
+    )
+    expected = reply.usage.total_tokens + content([second.messages[-1]])
+    threshold = window - min(16_384, window // 4)
+    second_starts = [s for s in starts if s.run_id == runs[1]]
+    assert bool(second_starts) == (expected > threshold)
+    if second_starts:
+        assert second_starts[0].tokens_before == expected

@@ -4,9 +4,10 @@ Drops the oldest whole turns and puts a :class:`~mainspring.messages.CompactionS
 marker in their place (the default ``convert_to_llm`` renders it for the model). A cut
 never falls between a tool call and its results: it only happens where every earlier
 call has its result. The kept tail is the longest that fits
-``settings.compaction.keep_recent_tokens`` (and the usable window), and always includes
-the newest message. A plugin with a real summary (see the ``summary-compaction`` example)
-runs before this one and wins.
+``settings.compaction.keep_recent_tokens`` (and half the usable window), measured by
+its own content (usage a kept reply reported describes the whole old request, not the
+tail), and always includes the newest message. A plugin with a real summary (see the
+``summary-compaction`` example) runs before this one and wins.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from ..errors import CompactionResult
 from ..hookspecs import hookimpl
 from ..messages import AssistantMessage, CompactionSummary, ToolResultMessage
-from .tokens import estimate_tokens
+from .tokens import estimate_tokens, tail_tokens
 
 __all__ = ["compact", "cut_index", "safe_cut_points"]
 
@@ -37,12 +38,19 @@ def safe_cut_points(messages: Sequence[Any]) -> list[int]:
 
 
 def cut_index(messages: Sequence[Any], budget_tokens: int) -> int | None:
-    """The earliest safe cut whose tail fits ``budget_tokens`` (else the latest cut)."""
+    """Where to cut ``messages`` so the kept tail ``messages[index:]`` is the longest that fits.
+
+    Returns the earliest safe cut point (:func:`safe_cut_points`) whose tail's content
+    estimate (``estimate_tokens(tail, reported_usage=False)``) is at most
+    ``budget_tokens``; when no tail fits, the latest safe cut (the shortest tail); ``None``
+    when there is no safe cut point. One pass over the messages.
+    """
     points = safe_cut_points(messages)
     if not points:
         return None
+    tails = tail_tokens(messages)
     for index in points:
-        if estimate_tokens(messages[index:]) <= budget_tokens:
+        if tails[index] <= budget_tokens:
             return index
     return points[-1]
 

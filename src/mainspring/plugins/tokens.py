@@ -1,8 +1,25 @@
 """Built-in (essential): the token estimate behind ``count_tokens``.
 
-Roughly four characters per token for text, thinking and tool arguments; a fixed cost per
-image. When the newest assistant message reported usage, its input plus output tokens
-stand for everything up to it, and only the messages after it are estimated.
+Roughly four characters per token for text, thinking and tool arguments, plus a little
+framing per message; a fixed cost per image.
+
+Reported usage describes a *request*, not a slice of a transcript: an assistant message's
+usage (input plus output tokens) counts what the model was sent for it plus the reply.
+So the newest reply that reported usage stands for everything up to it only while the
+messages before it are still the ones that request carried. They are not once a message
+*newer than the reply* sits before it: a compaction summary, or anything else put there
+after the reply arrived, shows that the context was rewritten since (messages carry their
+creation ``timestamp``). Such a reply's usage is ignored and it is estimated from its
+content like any other message. A message without a numeric ``timestamp`` never counts as
+newer.
+
+Consequences the kernel relies on:
+
+- after a compaction (a summary made *now*, then the kept tail) the estimate is the
+  estimate of what was kept, until the next reply reports usage for the compacted context;
+- :func:`tail_tokens` and ``estimate_tokens(..., reported_usage=False)`` estimate
+  messages from their own content only, which is what a candidate tail of a transcript
+  needs (a kept reply's usage would stand for the whole old context).
 """
 
 from __future__ import annotations
@@ -14,7 +31,7 @@ from typing import Any, final
 from ..hookspecs import hookimpl
 from ..messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall
 
-__all__ = ["IMAGE_TOKENS", "RunningEstimate", "count_tokens", "estimate_tokens"]
+__all__ = ["IMAGE_TOKENS", "RunningEstimate", "count_tokens", "estimate_tokens", "tail_tokens"]
 
 IMAGE_TOKENS = 1_200
 """The estimate for one image, whatever its size."""
@@ -51,8 +68,10 @@ def _message_chars(message: Any) -> tuple[int, int]:
 _PER_MESSAGE_CHARS = 16
 """Framing each message adds (role, separators), in characters."""
 
-_Entry = tuple[Any, int, int, int]
-"""(weakref, chars with framing, images, tokens its usage reports or 0)."""
+_NO_TIME = float("-inf")
+
+_Entry = tuple[Any, int, int, int, float]
+"""(weakref, chars with framing, images, tokens its usage reports or 0, timestamp)."""
 
 _entries: dict[int, _Entry] = {}
 """Per message, by ``id``: messages are immutable, so their size is too. An entry is
@@ -63,14 +82,22 @@ def _usage_tokens(message: Any) -> int:
     return message.usage.total_tokens if isinstance(message, AssistantMessage) else 0
 
 
+def _timestamp(message: Any) -> float:
+    stamp = getattr(message, "timestamp", None)
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+        return float(stamp)
+    return _NO_TIME
+
+
 def _measure(message: Any) -> _Entry:
     key = id(message)
     chars, images = _message_chars(message)
+    size = chars + _PER_MESSAGE_CHARS
     try:
         reference = weakref.ref(message, lambda _ref: _entries.pop(key, None))
     except TypeError:  # not weak-referenceable: measured, not cached
-        return (None, chars + _PER_MESSAGE_CHARS, images, _usage_tokens(message))
-    entry = (reference, chars + _PER_MESSAGE_CHARS, images, _usage_tokens(message))
+        return (None, size, images, _usage_tokens(message), _timestamp(message))
+    entry = (reference, size, images, _usage_tokens(message), _timestamp(message))
     _entries[key] = entry
     return entry
 
@@ -80,59 +107,93 @@ def _entry(message: Any) -> _Entry:
     return entry if entry is not None else _measure(message)
 
 
+def _tokens(chars: int, images: int) -> int:
+    return chars // 4 + images * IMAGE_TOKENS
+
+
 @final
 class RunningEstimate:
     """The built-in estimate of a transcript that grows, kept current message by message.
 
-    :meth:`add` is O(1); :meth:`reset` reads backwards only down to the newest message
-    that reported usage. ``tokens`` is what :func:`estimate_tokens` would return for the
-    messages seen.
+    :meth:`add` is O(1); :meth:`reset` reads every message once (each message's size is
+    measured once in its lifetime). ``tokens`` is what :func:`estimate_tokens` returns for
+    the messages seen, in order.
     """
 
-    __slots__ = ("_base", "_chars", "_images")
+    __slots__ = ("_base", "_chars", "_images", "_newest")
 
     def __init__(self, messages: Sequence[Any] = ()) -> None:
         self._base = self._chars = self._images = 0
+        self._newest = _NO_TIME
         if messages:
             self.reset(messages)
 
     def add(self, message: Any) -> None:
         """Account for ``message``, appended after the others."""
-        _, chars, images, reported = _entry(message)
-        if reported:
+        _, chars, images, reported, stamp = _entry(message)
+        if reported and stamp > self._newest:
+            # nothing before it is newer: its usage covers the messages before it
             self._base, self._chars, self._images = reported, 0, 0
         else:
             self._chars += chars
             self._images += images
+        if stamp > self._newest:
+            self._newest = stamp
 
     def reset(self, messages: Sequence[Any]) -> None:
         """Start over with ``messages``."""
-        chars, images, base = 0, 0, 0
+        base, chars, images, newest = 0, 0, 0, _NO_TIME
         lookup = _entries.get
-        for message in reversed(messages):
+        for message in messages:
             entry = lookup(id(message))
             if entry is None:
                 entry = _measure(message)
-            if entry[3]:
-                base = entry[3]
-                break
-            chars += entry[1]
-            images += entry[2]
-        self._base, self._chars, self._images = base, chars, images
+            stamp = entry[4]
+            if entry[3] and stamp > newest:
+                base, chars, images = entry[3], 0, 0
+            else:
+                chars += entry[1]
+                images += entry[2]
+            if stamp > newest:
+                newest = stamp
+        self._base, self._chars, self._images, self._newest = base, chars, images, newest
 
     @property
     def tokens(self) -> int:
         """The estimate, in tokens."""
-        return self._base + self._chars // 4 + self._images * IMAGE_TOKENS
+        return self._base + _tokens(self._chars, self._images)
 
 
-def estimate_tokens(messages: Sequence[Any]) -> int:
+def estimate_tokens(messages: Sequence[Any], *, reported_usage: bool = True) -> int:
     """Estimate the tokens of ``messages`` (see the module docstring).
 
-    One backward pass that stops at the newest message reporting usage; each message's
-    size is measured once in its lifetime.
+    With ``reported_usage=False`` every message is estimated from its content, whatever
+    usage the replies among them reported: the size of a slice of a transcript.
     """
-    return RunningEstimate(messages).tokens
+    if reported_usage:
+        return RunningEstimate(messages).tokens
+    chars, images = 0, 0
+    for message in messages:
+        entry = _entry(message)
+        chars += entry[1]
+        images += entry[2]
+    return _tokens(chars, images)
+
+
+def tail_tokens(messages: Sequence[Any]) -> list[int]:
+    """The content estimate of every tail: item ``i`` is that of ``messages[i:]``.
+
+    ``len(messages) + 1`` items (the last, the empty tail, is 0); item ``i`` equals
+    ``estimate_tokens(messages[i:], reported_usage=False)``. One backward pass.
+    """
+    out = [0] * (len(messages) + 1)
+    chars, images = 0, 0
+    for index in range(len(messages) - 1, -1, -1):
+        entry = _entry(messages[index])
+        chars += entry[1]
+        images += entry[2]
+        out[index] = _tokens(chars, images)
+    return out
 
 
 @hookimpl(trylast=True)
