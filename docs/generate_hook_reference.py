@@ -27,6 +27,7 @@ ORDER = (
     "count_tokens",
     "compact",
     "before_tool_call",
+    "request_approval",
     "after_tool_result",
     "filter_tool_update",
     "should_stop_after_turn",

@@ -6,6 +6,9 @@ The public surface for plugin authors and embedders. Everything not listed in
 
 from .errors import (
     AgentBusyError,
+    Approval,
+    ApprovalRequest,
+    Ask,
     Block,
     CompactionResult,
     HookError,
@@ -44,6 +47,9 @@ __all__ = [
     "Agent",
     "AgentBusyError",
     "AgentState",
+    "Approval",
+    "ApprovalRequest",
+    "Ask",
     "AssistantMessage",
     "Block",
     "CompactionResult",

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "AgentBusyError",
+    "Approval",
+    "ApprovalRequest",
+    "Ask",
     "Block",
     "CompactionResult",
     "HookError",
@@ -95,6 +98,47 @@ class Block:
     """Returned by ``before_tool_call`` to refuse a call; ``reason`` reaches the model."""
 
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """Returned by ``before_tool_call``: the call runs only if an approver allows it.
+
+    ``reason`` is shown to the approver (a person, through the CLI or an application). A
+    ``Block`` from any gate still wins over an ``Ask``.
+    """
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """One tool call waiting for a decision: what ``request_approval`` is asked about.
+
+    ``arguments`` are the call's read-only arguments as the model sent them; ``plugin`` is
+    the gate that asked, ``reason`` its reason.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    arguments: Any
+    reason: str
+    plugin: str
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """An approver's answer to one :class:`ApprovalRequest`.
+
+    ``remember="tool"`` allows every later call of the same tool for the rest of the
+    session, ``remember="call"`` every later call of it with the same arguments; only an
+    ``allow`` is remembered. ``reason`` is recorded in the ``tool_decision`` event (and,
+    for a refusal, shown to the model).
+    """
+
+    allow: bool
+    reason: str | None = None
+    remember: Literal["tool", "call"] | None = None
 
 
 @dataclass(frozen=True, slots=True)

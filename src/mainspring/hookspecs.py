@@ -14,13 +14,13 @@ Any run-time hook may raise :class:`mainspring.StopRun` to end the run deliberat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
-    from .errors import Block, CompactionResult
+    from .errors import Approval, ApprovalRequest, Ask, Block, CompactionResult
     from .kernel.agent import Agent
     from .kernel.events import Event
     from .kernel.signal import AbortSignal
@@ -138,7 +138,7 @@ async def compact(
 @hookspec
 async def before_tool_call(
     call: ToolCall, args: Any, tool: Tool, agent: Agent, signal: AbortSignal
-) -> Block | None:
+) -> Block | Ask | None:
     """Gate a tool call: allow it, or refuse it with a reason the model will see.
 
     **When:** for each tool call of a turn, serially in call order, after the tool was
@@ -151,12 +151,42 @@ async def before_tool_call(
     - ``tool``: the :class:`~mainspring.Tool` that will run.
     - ``agent``, ``signal``: the agent and the run's abort signal.
 
-    **Returns:** :class:`~mainspring.Block` to refuse, ``None`` to allow. The first
-    ``Block`` wins and later implementations are not called. Every decision is recorded
-    as a ``tool_decision`` event.
+    **Returns:** :class:`~mainspring.Block` to refuse, :class:`~mainspring.Ask` to let an
+    approver decide, ``None`` to allow. The first ``Block`` wins and later implementations
+    are not called; an ``Ask`` does not stop the others (a later ``Block`` still wins).
+    A call that no gate blocked and one asked about is decided by the approvers (see
+    ``request_approval``). Every decision is recorded as a ``tool_decision`` event.
 
     **If it raises:** fail closed. The call is blocked with an error result naming the
     plugin, and a ``hook_error`` event is emitted.
+    """
+
+
+@hookspec
+async def request_approval(
+    requests: tuple[ApprovalRequest, ...], agent: Agent, signal: AbortSignal
+) -> Mapping[str, Approval] | None:
+    """Decide tool calls a gate asked about (a person at a terminal, a UI, a policy).
+
+    **When:** once per turn, after every call of the batch went through the gates, if any
+    gate returned :class:`~mainspring.Ask` for a call no gate blocked. Calls allowed by a
+    remembered approval are not asked again.
+
+    **Parameters:**
+    - ``requests``: the :class:`~mainspring.ApprovalRequest` of every call still
+      undecided, in call order (parallel calls are asked together).
+    - ``agent``, ``signal``: the agent and the run's abort signal.
+
+    **Returns:** a mapping from ``tool_call_id`` to :class:`~mainspring.Approval` for the
+    calls it decides, or ``None``. The first answer for a call wins: later implementations
+    are asked only about the calls still undecided. ``agent.approve()`` may answer at any
+    time while calls wait, when ``settings.approvals.api`` is on. Calls nobody answered
+    within ``settings.approvals.timeout_s`` (default 300 s) are blocked; with no
+    implementation and the API off, they are blocked at once. An answer for a call that
+    was not asked about is ignored.
+
+    **If it raises:** fail closed. The calls it was asked about and did not answer are
+    blocked, and a ``hook_error`` event is emitted.
     """
 
 
@@ -296,6 +326,7 @@ ASYNC_HOOKS: frozenset[str] = frozenset(
         "convert_to_llm",
         "compact",
         "before_tool_call",
+        "request_approval",
         "after_tool_result",
         "filter_tool_update",
         "should_stop_after_turn",

@@ -250,6 +250,8 @@ class Session:
     kind: Literal["session"] = "session"
     interrupted_line: int | None = None
     synthesized: int = 0
+    approvals: list[tuple[str, Any]] = field(default_factory=list)
+    """Remembered approvals, ``(tool name, arguments or None for every call)``."""
 
 
 def read_session(path: str | os.PathLike[str]) -> Session:
@@ -323,6 +325,8 @@ def _apply(
                 calls.add(message, number)
             calls.close("the end of the compaction")
             session.messages[:] = messages
+        elif kind == "approval" and isinstance(record.get("tool"), str):
+            session.approvals.append((record["tool"], record.get("arguments")))
         else:
             raise ValueError(f"unknown line type {kind!r}")
     except (ValueError, ValidationError) as error:

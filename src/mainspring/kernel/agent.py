@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -20,7 +21,7 @@ from .relay import HookRelay
 from .run import Run
 from .signal import AbortSignal
 from .state import AgentState, Core
-from .tools import FileLocks
+from .tool_context import FileLocks
 from .transcript import Transcript
 
 __all__ = ["Agent", "Listener"]
@@ -79,6 +80,8 @@ class Agent:
         thinking_level: ThinkingLevel = "off",
     ) -> None:
         self.settings = settings or Settings()
+        self._closers: list[Callable[[], Awaitable[None] | None]] = []
+        self._closed = False
         self._plugin_set: PluginSet = load_plugins(
             plugins=plugins,
             autoload=autoload,
@@ -226,6 +229,7 @@ class Agent:
         :class:`~mainspring.sessions.SessionConflictError`.
         """
         from ..sessions import read_session
+        from .approvals import Remembered
 
         session = read_session(path)
         settings = kwargs.pop("settings", None) or Settings()
@@ -233,7 +237,11 @@ class Agent:
         kwargs.setdefault("system_prompt", session.system_prompt)
         if kwargs.get("model") is None and kwargs.get("provider") is None:
             kwargs["model"] = session.model
-        return cls(messages=session.messages, settings=settings, **kwargs)
+        agent = cls(messages=session.messages, settings=settings, **kwargs)
+        agent._core.remembered_approvals.extend(
+            Remembered(tool, arguments) for tool, arguments in session.approvals
+        )
+        return agent
 
     @property
     def plugins(self) -> PluginSet:
@@ -394,6 +402,75 @@ class Agent:
         if run is None or run.signal.aborted:
             return
         run.abort(reason)
+
+    def approve(
+        self,
+        tool_call_id: str,
+        allow: bool,
+        *,
+        remember: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Decide a tool call waiting for approval (a ``tool_approval_request`` event).
+
+        Needs ``settings.approvals.api``. ``remember="tool"`` allows the tool, and
+        ``remember="call"`` the tool with these exact arguments, for the rest of the
+        session; ``reason`` is recorded in the ``tool_decision`` (and shown to the model
+        when refused). The first answer for a call wins. Raises ``ValueError`` when no
+        call with that id is waiting (idle, decided already, or never asked about).
+        """
+        from .approvals import approval_from_api
+
+        run = self._run
+        approval_from_api(
+            run.approvals if run is not None else None, tool_call_id, allow, remember, reason
+        )
+
+    @property
+    def remembered_approvals(self) -> tuple[Any, ...]:
+        """The approvals kept for the rest of the session (``Remembered`` values)."""
+        return tuple(self._core.remembered_approvals)
+
+    def on_close(self, callback: Callable[[], Awaitable[None] | None]) -> None:
+        """Call ``callback()`` (awaited if it returns an awaitable) when the agent is closed.
+
+        For plugins that hold resources for the agent (a server process, a connection):
+        register in ``register_tools`` or later; :meth:`aclose` calls the callbacks, the
+        last registered first.
+        """
+        if not callable(callback):
+            raise TypeError(f"on_close takes a callable, got {callback!r}")
+        self._closers.append(callback)
+
+    async def aclose(self) -> None:
+        """Release what the agent holds: abort an active run, wait for it, run the closers.
+
+        Every :meth:`on_close` callback is called, the last registered first, even when
+        one raises; the first exception is re-raised once all have run. Idempotent: a
+        second call does nothing. ``async with Agent(...) as agent:`` closes on exit.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self.abort("closed")
+        await self.wait_for_idle()
+        failure: BaseException | None = None
+        while self._closers:
+            callback = self._closers.pop()
+            try:
+                result = callback()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as error:
+                failure = failure or error
+        if failure is not None:
+            raise failure
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     async def wait_for_idle(self) -> None:
         """Return once no run is active and every ``agent_end`` listener has finished."""

@@ -35,6 +35,7 @@ __all__ = [
     "Phase",
     "PhaseChange",
     "Retry",
+    "ToolApprovalRequest",
     "ToolDecision",
     "ToolExecutionEnd",
     "ToolExecutionStart",
@@ -48,6 +49,7 @@ __all__ = [
 
 Phase: TypeAlias = Literal["idle", "turn", "compaction", "retry"]
 AgentEndReason: TypeAlias = Literal["stop", "error", "aborted", "stopped_by_hook"]
+DecidedBy: TypeAlias = Literal["gate", "approver", "api", "remembered", "timeout", "no_approver"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,6 +234,27 @@ class ToolDecision(_Event):
     decision: Literal["allow", "block"]
     plugin: str | None
     reason: str | None = None
+    decided_by: DecidedBy = "gate"
+    """Who decided: the gates (``plugin`` is the blocking gate, ``None`` for allow), an
+    ``approver`` (``plugin`` is its name), the ``api`` (``agent.approve()``), a
+    ``remembered`` approval, or the kernel when no answer came (``timeout``) or no
+    approver is configured (``no_approver``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolApprovalRequest(_Event):
+    """A gate asked for approval of a call (``before_tool_call`` returned ``Ask``).
+
+    ``plugin`` is the gate that asked and ``reason`` its reason. The call's
+    ``tool_decision`` follows once an approver, ``agent.approve()`` or a timeout decided.
+    """
+
+    type: ClassVar[str] = "tool_approval_request"
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    reason: str
+    plugin: str
 
 
 Event: TypeAlias = (
@@ -251,6 +274,7 @@ Event: TypeAlias = (
     | Retry
     | HookErrorEvent
     | ToolDecision
+    | ToolApprovalRequest
 )
 
 

@@ -14,8 +14,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
-from ..errors import Block, CompactionResult, HookError, StopRun
+from ..errors import Approval, Ask, Block, CompactionResult, HookError, HookTimeoutError, StopRun
 from ..tools import ToolResult
+from .approvals import Decision, PendingApprovals, check_answers
 from .guard import Guard
 from .invariants import transcript_problem
 from .relay import GENERAL, HookRelay, Implementation, call_plain
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from ..plugins.tokens import RunningEstimate
     from ..providers.base import Model, Provider
     from ..tools import Tool
+    from .events import DecidedBy
     from .signal import AbortSignal
 
 __all__ = ["GateDecision", "Hooks", "Report"]
@@ -37,11 +39,16 @@ Report = Callable[[HookError, str], Awaitable[None]]
 @final
 @dataclass(frozen=True, slots=True)
 class GateDecision:
-    """The outcome of ``before_tool_call``: ``plugin`` is ``None`` when allowed."""
+    """The outcome of ``before_tool_call``: ``plugin`` is ``None`` when allowed.
+
+    ``asked`` is ``(plugin, reason)`` when no gate blocked and some asked for approval
+    (the first gate that asked; the reasons of all of them).
+    """
 
     blocked: bool
     plugin: str | None = None
     reason: str | None = None
+    asked: tuple[str, str] | None = None
 
 
 def _as_tuple(value: Any, hook: str, plugin: str) -> tuple[Any, ...]:
@@ -256,6 +263,7 @@ class Hooks:
         guard, timeout = self.guard, self.timeout_s
         skipped = guard.stalled
         before = fingerprint() if fingerprint is not None else None
+        asked: list[tuple[str, str]] = []
         for function, arity, is_async, _, impl in self.relay.plan("before_tool_call"):
             try:
                 if skipped and id(impl) in skipped:
@@ -286,10 +294,65 @@ class Hooks:
                 continue
             if isinstance(result, Block):
                 return GateDecision(True, impl.plugin, result.reason)
-            wrong = HookError("before_tool_call", impl.plugin, f"returned {result!r}, not a Block")
+            if isinstance(result, Ask):
+                asked.append((impl.plugin, result.reason))
+                continue
+            wrong = HookError(
+                "before_tool_call", impl.plugin, f"returned {result!r}, not a Block or an Ask"
+            )
             await report(wrong, "call blocked (fail closed)")
             return GateDecision(True, impl.plugin, f"blocked: {wrong}")
+        if asked:
+            reasons = "; ".join(reason for _, reason in asked)
+            return GateDecision(False, asked=(asked[0][0], reasons))
         return GateDecision(False)
+
+    async def request_approval(
+        self,
+        pending: PendingApprovals,
+        agent: Any,
+        signal: AbortSignal,
+        report: Report,
+        deadline: float,
+        answer: Callable[[Approval, DecidedBy, str | None], Decision],
+    ) -> None:
+        """Ask each approver in turn about the calls still undecided; first answer wins.
+
+        Each is given until ``deadline`` (the loop's clock). One that raises, returns
+        garbage or runs out of time blocks the calls it was asked about and did not
+        answer (fail closed); the approvers after it are not asked.
+        """
+        guard = self.guard
+        loop = asyncio.get_running_loop()
+        for impl in self.relay.implementations("request_approval"):
+            undecided = pending.undecided()
+            if not undecided:
+                return
+            try:
+                if guard.stalled and id(impl) in guard.stalled:
+                    raise _stalled("request_approval", impl)
+                answers = impl.call((undecided, agent, signal))
+                if impl.is_async or (answers is not None and inspect.isawaitable(answers)):
+                    left = max(deadline - loop.time(), 0.0)
+                    answers = await guard.watch(answers, impl, left)
+                if answers is None:
+                    continue
+                for call_id, approval in check_answers(answers, impl.plugin).items():
+                    pending.decide(call_id, answer(approval, "approver", impl.plugin))
+            except BaseException as raised:
+                error = self._failure("request_approval", impl, raised)
+                await report(error, "the calls it was asked about are blocked (fail closed)")
+                timed_out = isinstance(error.__cause__, HookTimeoutError)
+                why = "no answer in time" if timed_out else f"it failed ({error.cause_text})"
+                pending.decide_rest(
+                    Decision(
+                        False,
+                        "timeout" if timed_out else "approver",
+                        impl.plugin,
+                        f"the approver {impl.plugin!r} did not decide: {why}",
+                    )
+                )
+                return
 
     async def after_tool_result(
         self, call: ToolCall, result: ToolResult, agent: Any, signal: AbortSignal, report: Report

@@ -18,6 +18,7 @@ from ..errors import HookError
 from ..logs import get_logger
 from ..messages import AssistantMessage, ToolResultMessage
 from ..tools import ToolResult
+from .approvals import PendingApprovals
 from .delivery import Delivery, ListenerError
 from .events import (
     BUILDERS,
@@ -51,6 +52,7 @@ class Run:
 
     __slots__ = (
         "agent",
+        "approvals",
         "batch_results",
         "compacting",
         "core",
@@ -102,6 +104,8 @@ class Run:
             hooks.relay, agent, self.signal, self.guard, settings.hooks.timeout_s
         )
         self.task: asyncio.Task[Any] | None = None
+        self.approvals: PendingApprovals | None = None
+        """The calls waiting for approval, while they wait (``agent.approve()``)."""
         self.exit: BaseException | None = None
         """A ``KeyboardInterrupt``/``SystemExit`` raised inside the run, re-raised by
         ``prompt()`` once the run has settled."""

@@ -74,6 +74,8 @@ class Core:
     run_task: asyncio.Task[None] | None = None
     listeners: tuple[Any, ...] = ()
     file_locks: Any = None
+    remembered_approvals: list[Any] = field(default_factory=list)
+    """``Remembered`` approvals: calls allowed for the rest of the session."""
 
     @property
     def streaming_message(self) -> AssistantMessage | None:

@@ -17,30 +17,33 @@ blocked, raised, timed out, aborted, or cut off by the output limit.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, final
 
 import structlog
 from pydantic import BaseModel
 
-from ..errors import HookTimeoutError
+from ..errors import ApprovalRequest, HookTimeoutError
 from ..jsonable import to_jsonable
 from ..logs import get_logger
 from ..messages import (
     AssistantMessage,
-    ImageContent,
-    TextContent,
     ToolCall,
     ToolResultMessage,
     thaw,
 )
 from ..tools import Tool, ToolArgumentsError, ToolResult
-from .events import ToolDecision, ToolExecutionEnd, ToolExecutionStart, ToolExecutionUpdate
+from .approvals import PendingApprovals, Remembered, decide_approvals, remembered
+from .events import (
+    ToolApprovalRequest,
+    ToolDecision,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+)
 from .guard import MIN_WAIT_S, Guard
-from .signal import AbortSignal, RunAborted
+from .signal import RunAborted
+from .tool_context import CallContext, FileLocks, cap, to_result
 
 if TYPE_CHECKING:
     from .run import Run
@@ -51,112 +54,19 @@ log = get_logger("mainspring.kernel")
 
 
 @final
-class FileLocks:
-    """Async locks keyed by real path, shared by all tool calls of one agent."""
-
-    __slots__ = ("_locks", "_loop")
-
-    def __init__(self) -> None:
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    @asynccontextmanager
-    async def lock(self, path: str | os.PathLike[str]) -> AsyncIterator[None]:
-        """Hold the lock of ``path``'s real path (symlinks resolved)."""
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            self._loop, self._locks = loop, {}
-        key = os.path.realpath(os.fspath(path))  # noqa: ASYNC240 - a few lstat calls
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = self._locks[key] = asyncio.Lock()
-        async with lock:
-            yield
-
-
-@final
-class _CallContext:
-    """The :class:`~mainspring.ToolContext` of one executing call."""
-
-    __slots__ = ("_finished", "_index", "_locks", "_queue", "signal", "tool_call_id")
-
-    def __init__(
-        self,
-        call_id: str,
-        index: int,
-        signal: AbortSignal,
-        queue: asyncio.Queue[tuple[int, bool, Any]],
-        locks: FileLocks,
-    ) -> None:
-        self.tool_call_id = call_id
-        self.signal = signal
-        self._index = index
-        self._queue = queue
-        self._locks = locks
-        self._finished = False
-
-    def update(self, partial: Any) -> None:
-        """Schedule a ``tool_execution_update``; a no-op once the call has finished."""
-        if not self._finished:
-            self._queue.put_nowait((self._index, False, partial))
-
-    def file_lock(self, path: str) -> Any:
-        """Serialise calls touching ``path`` (see :class:`FileLocks`)."""
-        return self._locks.lock(path)
-
-
-def _to_result(value: Any) -> ToolResult:
-    if isinstance(value, ToolResult):
-        return value
-    if value is None:
-        return ToolResult("")
-    if isinstance(value, str):
-        return ToolResult(value)
-    if isinstance(value, TextContent):
-        return ToolResult((value,))
-    if isinstance(value, BaseModel):
-        return ToolResult(value.model_dump_json(), details=value)
-    try:
-        return ToolResult(json.dumps(value, ensure_ascii=False, default=str), details=value)
-    except (TypeError, ValueError):
-        return ToolResult(repr(value), details=value)
-
-
-def _cap(result: ToolResult, limit: int | None) -> ToolResult:
-    if limit is None:
-        return result
-    total = sum(len(block.text) for block in result.content if isinstance(block, TextContent))
-    if total <= limit:
-        return result
-    remaining = limit
-    content: list[TextContent | ImageContent] = []
-    for block in result.content:
-        if isinstance(block, TextContent):
-            if remaining > 0:
-                content.append(TextContent(text=block.text[:remaining]))
-            remaining -= len(block.text)
-        else:
-            content.append(block)
-    note = (
-        f"\n[output truncated: showing the first {limit} of {total} characters; "
-        f"{total - limit} characters were cut]"
-    )
-    content.append(TextContent(text=note))
-    return ToolResult(tuple(content), details=result.details, is_error=result.is_error)
-
-
-@final
 class _Prepared:
-    __slots__ = ("args", "call", "context", "guard", "index", "tool")
+    __slots__ = ("args", "asked", "call", "context", "guard", "index", "tool")
 
     def __init__(self, index: int, call: ToolCall, tool: Tool, args: Any, grace_s: float) -> None:
         self.index = index
         self.call = call
         self.tool = tool
         self.args = args
-        self.context: _CallContext | None = None
+        self.context: CallContext | None = None
         self.guard = Guard(grace_s)
         """Watches this call's execution: its timeout, abort, detachment."""
+        self.asked: ApprovalRequest | None = None
+        """Set when a gate asked for approval: the call waits for a decision."""
 
 
 async def _finish_call(run: Run, call: ToolCall, result: ToolResult) -> None:
@@ -209,6 +119,34 @@ async def _prepare(
     decision = await hooks.before_tool_call(
         call, args, tool, run.agent, run.signal, run.report_hook_error, fingerprint
     )
+    prepared = _Prepared(index, call, tool, args, run.settings.tools.abort_grace_s)
+    if decision.asked is not None:
+        plugin, reason = decision.asked
+        request = ApprovalRequest(call.id, call.name, call.arguments, reason, plugin)
+        if remembered(run, request):
+            await run.emit(
+                ToolDecision,
+                tool_call_id=call.id,
+                tool_name=call.name,
+                decision="allow",
+                plugin=None,
+                reason="allowed earlier in this session",
+                decided_by="remembered",
+            )
+            return prepared
+        prepared.asked = request
+        if run.approvals is None:
+            run.approvals = PendingApprovals()
+        run.approvals.add(request)  # agent.approve() may answer from now on
+        await run.emit(
+            ToolApprovalRequest,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            args=thaw(call.arguments),
+            reason=reason,
+            plugin=plugin,
+        )
+        return prepared  # decided with the rest of the batch (see _approve)
     await run.emit(
         ToolDecision,
         tool_call_id=call.id,
@@ -221,7 +159,45 @@ async def _prepare(
         text = f'Tool call "{call.name}" was blocked by {decision.plugin}: {decision.reason}'
         await _finish_call(run, call, ToolResult.error(text))
         return None
-    return _Prepared(index, call, tool, args, run.settings.tools.abort_grace_s)
+    return prepared
+
+
+async def _approve(run: Run, batch: list[_Prepared]) -> list[_Prepared]:
+    """Decide the calls of ``batch`` a gate asked about; the calls that may run."""
+    pending = run.approvals
+    if pending is None:
+        return batch
+    try:
+        decisions = await decide_approvals(run, pending)
+    finally:
+        run.approvals = None
+    allowed = []
+    for prepared in batch:
+        request = prepared.asked
+        if request is None:
+            allowed.append(prepared)
+            continue
+        call = prepared.call
+        decision = decisions[call.id]
+        if decision.remember is not None:
+            arguments = None if decision.remember == "tool" else thaw(call.arguments)
+            run.core.remembered_approvals.append(Remembered(call.name, arguments))
+        await run.emit(
+            ToolDecision,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            decision="allow" if decision.allow else "block",
+            plugin=decision.plugin,
+            reason=decision.reason,
+            decided_by=decision.decided_by,
+        )
+        if decision.allow:
+            allowed.append(prepared)
+            continue
+        who = decision.plugin or decision.decided_by.replace("_", " ")
+        text = f'Tool call "{call.name}" was not approved ({who}): {decision.reason or "refused"}'
+        await _finish_call(run, call, ToolResult.error(text))
+    return allowed
 
 
 async def _invoke(
@@ -239,7 +215,7 @@ async def _invoke(
     structlog.contextvars.bind_contextvars(tool_call_id=prepared.call.id, tool_name=tool.name)
     try:
         value = await prepared.guard.watch(tool.run(prepared.args, context), tool, tool.timeout_s)
-        result = _to_result(value)
+        result = to_result(value)
     except HookTimeoutError:
         result = ToolResult.error(f'Tool "{tool.name}" timed out after {tool.timeout_s:g} s')
     except RunAborted:
@@ -266,7 +242,7 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
     queue: asyncio.Queue[tuple[int, bool, Any]] = asyncio.Queue()
     locks: FileLocks = run.core.file_locks
     for prepared in batch:
-        prepared.context = _CallContext(prepared.call.id, prepared.index, run.signal, queue, locks)
+        prepared.context = CallContext(prepared.call.id, prepared.index, run.signal, queue, locks)
     by_index = {prepared.index: prepared for prepared in batch}
     sequential = any(prepared.tool.sequential for prepared in batch)
     waiting = list(batch)
@@ -293,7 +269,7 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
             result = await run.hooks.after_tool_result(
                 prepared.call, value, run.agent, run.signal, run.report_hook_error
             )
-            await _finish_call(run, prepared.call, _cap(result, limit))
+            await _finish_call(run, prepared.call, cap(result, limit))
             if sequential and waiting and not run.signal.aborted:
                 launch(1)
     except RunAborted:
@@ -375,6 +351,9 @@ async def execute_tool_calls(
             prepared = await _prepare(run, index, call, argument_errors)
             if prepared is not None:
                 batch.append(prepared)
+        if batch and not run.signal.aborted:
+            batch = await _approve(run, batch)
+        run.approvals = None
         if batch and not run.signal.aborted:
             await _execute(run, batch)
     await settle_tool_calls(run, "Tool call aborted" if run.signal.aborted else "Tool call skipped")

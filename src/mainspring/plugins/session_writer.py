@@ -71,6 +71,8 @@ class _Writer:
     closer: weakref.finalize[Any, Any] | None = None
     failed: bool = False  # a write failed: nothing more this run, catch up next run
     missed_compaction: bool = False
+    approvals: int = 0
+    """How many of the agent's remembered approvals are in the file."""
 
 
 _writers: weakref.WeakKeyDictionary[Any, _Writer] = weakref.WeakKeyDictionary()
@@ -82,7 +84,7 @@ def _writer(agent: Any, path: str) -> _Writer:
     if writer is None or writer.path != where:
         if writer is not None:
             _close(writer)
-        writer = _Writer(where)
+        writer = _Writer(where, approvals=len(agent.remembered_approvals))
         claim = claim_for(agent, where)
         if claim is not None:
             writer.state, writer.recorded, writer.last = claim.state, claim.recorded, claim.last
@@ -214,6 +216,10 @@ def _message(message: Any) -> dict[str, Any]:
     return {"type": "message", "message": encode_message(message)}
 
 
+def _approval(remembered: Any) -> dict[str, Any]:
+    return {"type": "approval", "tool": remembered.tool_name, "arguments": remembered.arguments}
+
+
 def _compaction(messages: Any) -> dict[str, Any]:
     return {"type": "compaction", "messages": [encode_message(m) for m in messages]}
 
@@ -272,7 +278,7 @@ def on_event(event: Any, agent: Any) -> None:
     if path is None:
         return
     kind = event.type
-    if kind not in ("agent_start", "message_end", "compaction_end", "agent_end"):
+    if kind not in ("agent_start", "message_end", "compaction_end", "agent_end", "tool_decision"):
         return
     writer = _writer(agent, path)
     try:
@@ -290,6 +296,12 @@ def on_event(event: Any, agent: Any) -> None:
             if kept and _append(writer, [_message(event.message)]):
                 writer.recorded += 1
                 writer.last = event.message
+        elif kind == "tool_decision":
+            remembered = agent.remembered_approvals
+            if len(remembered) > writer.approvals:
+                records = [_approval(item) for item in remembered[writer.approvals :]]
+                if _append(writer, records):
+                    writer.approvals = len(remembered)
         elif kind == "compaction_end":
             if event.error is None:
                 messages = agent.state.messages

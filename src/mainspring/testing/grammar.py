@@ -52,9 +52,9 @@ RULES: dict[str, str] = {
         "no message is open at turn_end"
     ),
     "tool-execution": (
-        "each tool_execution_start id occurs once per turn; its updates and single "
-        "tool_execution_end follow it in the same turn, with the same tool_name; no update "
-        "or end without a start; no update after the end"
+        "each tool_execution_start id occurs once per turn; its updates, approval requests "
+        "and single tool_execution_end follow it in the same turn, with the same tool_name; "
+        "no update, approval request or end without a start; none after the end"
     ),
     "tool-results": (
         "every tool call of an assistant message gets exactly one tool_result message in the "
@@ -252,6 +252,7 @@ class _Checker:
             "message_end": self._message_end,
             "tool_execution_start": self._tool_start,
             "tool_execution_update": self._tool_update,
+            "tool_approval_request": self._tool_update,
             "tool_execution_end": self._tool_end,
             "phase_change": self._phase_change,
             "compaction_start": self._compaction_start,

@@ -1,0 +1,168 @@
+"""Approvals: deciding the tool calls a gate asked about (``before_tool_call`` → ``Ask``).
+
+For one batch, every call that no gate blocked and some gate asked about is an
+:class:`~mainspring.ApprovalRequest`. A call allowed earlier with ``remember`` is allowed
+at once. The others are decided together: each ``request_approval`` implementation in
+turn is asked about the calls still undecided (first answer wins), and, when
+``settings.approvals.api`` is on, ``agent.approve()`` may answer at any time until
+``settings.approvals.timeout_s`` has passed since the batch was asked. What is still
+undecided then is blocked. Everything fails closed: an approver that raises or times out
+blocks the calls it was asked about; no approver at all blocks at once. An abort while
+waiting settles at once (the waits run under the run's guard).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, final
+
+from ..errors import Approval, ApprovalRequest, HookError, HookTimeoutError
+from ..messages import thaw
+
+if TYPE_CHECKING:
+    from .events import DecidedBy
+    from .run import Run
+
+__all__ = ["Decision", "PendingApprovals", "Remembered", "decide_approvals"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """How one asked-about call was decided."""
+
+    allow: bool
+    decided_by: DecidedBy
+    plugin: str | None
+    reason: str | None
+    remember: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    """An approval kept for the rest of the session: a tool, or a tool with arguments."""
+
+    tool_name: str
+    arguments: Any = None
+    """``None``: every call of the tool; else the exact (thawed) arguments."""
+
+    def covers(self, request: ApprovalRequest) -> bool:
+        """Whether this approval allows ``request``."""
+        if request.tool_name != self.tool_name:
+            return False
+        return self.arguments is None or thaw(request.arguments) == self.arguments
+
+
+@final
+class PendingApprovals:
+    """The calls of one batch waiting for a decision; ``agent.approve()`` answers here."""
+
+    __slots__ = ("_changed", "decisions", "requests")
+
+    def __init__(self) -> None:
+        self.requests: dict[str, ApprovalRequest] = {}
+        self.decisions: dict[str, Decision] = {}
+        self._changed = asyncio.Event()
+
+    def add(self, request: ApprovalRequest) -> None:
+        """A call of the batch that waits for a decision from now on."""
+        self.requests[request.tool_call_id] = request
+
+    def undecided(self) -> tuple[ApprovalRequest, ...]:
+        """The requests with no decision yet, in call order."""
+        return tuple(r for i, r in self.requests.items() if i not in self.decisions)
+
+    def decide(self, call_id: str, decision: Decision) -> bool:
+        """Record ``decision`` unless the call was decided already; whether it was taken."""
+        if call_id not in self.requests or call_id in self.decisions:
+            return False
+        self.decisions[call_id] = decision
+        self._changed.set()
+        return True
+
+    def decide_rest(self, decision: Decision) -> None:
+        """Give ``decision`` to every call still undecided."""
+        for request in self.undecided():
+            self.decide(request.tool_call_id, decision)
+
+    async def all_decided(self) -> None:
+        """Return once every call has a decision."""
+        while self.undecided():
+            self._changed.clear()
+            await self._changed.wait()
+
+
+def _answer(approval: Approval, decided_by: DecidedBy, plugin: str | None) -> Decision:
+    return Decision(
+        approval.allow,
+        decided_by,
+        plugin,
+        approval.reason,
+        approval.remember if approval.allow else None,
+    )
+
+
+def remembered(run: Run, request: ApprovalRequest) -> bool:
+    """Whether an approval remembered earlier in the session allows ``request``."""
+    return any(item.covers(request) for item in run.core.remembered_approvals)
+
+
+async def decide_approvals(run: Run, pending: PendingApprovals) -> dict[str, Decision]:
+    """Decide every call of ``pending`` (see the module); the decision of each call.
+
+    ``agent.approve()`` may have answered some already, while the batch was prepared.
+    """
+    settings = run.settings.approvals
+    hooks = run.hooks
+    if pending.undecided():
+        if not hooks.relay.has("request_approval") and not settings.api:
+            reason = "a gate asked for approval, and no approver is configured"
+            pending.decide_rest(Decision(False, "no_approver", None, reason))
+            return pending.decisions
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + settings.timeout_s
+        await hooks.request_approval(
+            pending, run.agent, run.signal, run.report_hook_error, deadline, _answer
+        )
+        left = deadline - loop.time()
+        if settings.api and pending.undecided() and left > 0:
+            with contextlib.suppress(HookTimeoutError):
+                await run.guard.watch(pending.all_decided(), None, left)
+    reason = f"no approver answered within {settings.timeout_s:g} s"
+    pending.decide_rest(Decision(False, "timeout", None, reason))
+    return pending.decisions
+
+
+def approval_from_api(
+    pending: PendingApprovals | None,
+    call_id: str,
+    allow: bool,
+    remember: str | None,
+    reason: str | None,
+) -> None:
+    """``agent.approve()``: answer a waiting call, or raise ``ValueError`` saying why not."""
+    if pending is None or call_id not in pending.requests:
+        raise ValueError(f"no tool call {call_id!r} is waiting for approval")
+    if remember not in (None, "tool", "call"):
+        raise ValueError(f'remember must be None, "tool" or "call", not {remember!r}')
+    approval = Approval(allow, reason, remember)  # type: ignore[arg-type]
+    if not pending.decide(call_id, _answer(approval, "api", "api")):
+        raise ValueError(f"tool call {call_id!r} was already decided")
+
+
+def check_answers(answers: Any, plugin: str) -> Mapping[str, Approval]:
+    """``answers`` from ``request_approval``, checked: a mapping of ids to ``Approval``."""
+    if not isinstance(answers, Mapping):
+        raise HookError(
+            "request_approval", plugin, f"returned {type(answers).__name__}, not a mapping"
+        )
+    for call_id, approval in answers.items():
+        if not isinstance(call_id, str) or not isinstance(approval, Approval):
+            raise HookError(
+                "request_approval", plugin, f"returned {call_id!r}: {approval!r}, not an Approval"
+            )
+    return answers

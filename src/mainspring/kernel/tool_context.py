@@ -1,0 +1,121 @@
+"""What a running tool sees and gives back: its context, file locks, its result's shape.
+
+:class:`CallContext` is the :class:`~mainspring.ToolContext` of one executing call;
+:class:`FileLocks` serialises calls that touch the same file; :func:`to_result` turns what
+a tool returned into a :class:`~mainspring.ToolResult`, and :func:`cap` bounds the text
+the model is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, final
+
+from pydantic import BaseModel
+
+from ..messages import ImageContent, TextContent
+from ..tools import ToolResult
+from .signal import AbortSignal
+
+__all__ = ["CallContext", "FileLocks", "cap", "to_result"]
+
+
+@final
+class FileLocks:
+    """Async locks keyed by real path, shared by all tool calls of one agent."""
+
+    __slots__ = ("_locks", "_loop")
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @asynccontextmanager
+    async def lock(self, path: str | os.PathLike[str]) -> AsyncIterator[None]:
+        """Hold the lock of ``path``'s real path (symlinks resolved)."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop, self._locks = loop, {}
+        key = os.path.realpath(os.fspath(path))  # noqa: ASYNC240 - a few lstat calls
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        async with lock:
+            yield
+
+
+@final
+class CallContext:
+    """The :class:`~mainspring.ToolContext` of one executing call."""
+
+    __slots__ = ("_finished", "_index", "_locks", "_queue", "signal", "tool_call_id")
+
+    def __init__(
+        self,
+        call_id: str,
+        index: int,
+        signal: AbortSignal,
+        queue: asyncio.Queue[tuple[int, bool, Any]],
+        locks: FileLocks,
+    ) -> None:
+        self.tool_call_id = call_id
+        self.signal = signal
+        self._index = index
+        self._queue = queue
+        self._locks = locks
+        self._finished = False
+
+    def update(self, partial: Any) -> None:
+        """Schedule a ``tool_execution_update``; a no-op once the call has finished."""
+        if not self._finished:
+            self._queue.put_nowait((self._index, False, partial))
+
+    def file_lock(self, path: str) -> Any:
+        """Serialise calls touching ``path`` (see :class:`FileLocks`)."""
+        return self._locks.lock(path)
+
+
+def to_result(value: Any) -> ToolResult:
+    """What a tool returned as a :class:`ToolResult` (a string, ``None``, a model, data)."""
+    if isinstance(value, ToolResult):
+        return value
+    if value is None:
+        return ToolResult("")
+    if isinstance(value, str):
+        return ToolResult(value)
+    if isinstance(value, TextContent):
+        return ToolResult((value,))
+    if isinstance(value, BaseModel):
+        return ToolResult(value.model_dump_json(), details=value)
+    try:
+        return ToolResult(json.dumps(value, ensure_ascii=False, default=str), details=value)
+    except (TypeError, ValueError):
+        return ToolResult(repr(value), details=value)
+
+
+def cap(result: ToolResult, limit: int | None) -> ToolResult:
+    """``result`` with at most ``limit`` characters of text; the model is told what was cut."""
+    if limit is None:
+        return result
+    total = sum(len(block.text) for block in result.content if isinstance(block, TextContent))
+    if total <= limit:
+        return result
+    remaining = limit
+    content: list[TextContent | ImageContent] = []
+    for block in result.content:
+        if isinstance(block, TextContent):
+            if remaining > 0:
+                content.append(TextContent(text=block.text[:remaining]))
+            remaining -= len(block.text)
+        else:
+            content.append(block)
+    note = (
+        f"\n[output truncated: showing the first {limit} of {total} characters; "
+        f"{total - limit} characters were cut]"
+    )
+    content.append(TextContent(text=note))
+    return ToolResult(tuple(content), details=result.details, is_error=result.is_error)
