@@ -1,0 +1,174 @@
+"""A test MCP server: every content type, isError, progress, slow and crashing tools.
+
+Run as ``python server.py [--http PORT] [--hang-initialize] [--hang-if FILE]
+[--log FILE]``: over stdio by default, over streamable HTTP on 127.0.0.1:PORT with
+``--http``. ``--hang-initialize`` never answers ``initialize``; ``--hang-if FILE`` does so
+only while FILE exists. ``--log FILE`` appends one line per notable event (``cancelled
+slow``) so tests can see what the server received.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import os
+import sys
+import time
+
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer
+
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+    )
+).decode()
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--http", type=int, default=None)
+parser.add_argument("--hang-initialize", action="store_true")
+parser.add_argument("--hang-if", default=None)
+parser.add_argument("--log", default=None)
+options = parser.parse_args()
+
+
+def log(line: str) -> None:
+    if options.log:
+        with open(options.log, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+if options.hang_initialize or (options.hang_if and os.path.exists(options.hang_if)):
+    print("starting, but initialize will never be answered", file=sys.stderr, flush=True)
+    while True:  # read requests, answer none
+        if not sys.stdin.readline():
+            sys.exit(0)
+
+server = MCPServer("mainspring-test")
+
+
+@server.tool()
+def echo(text: str, times: int = 1) -> str:
+    """Repeat text."""
+    return " ".join([text] * times)
+
+
+@server.tool()
+def everything() -> types.CallToolResult:
+    """Return every content type at once."""
+    return types.CallToolResult(
+        content=[
+            types.TextContent(text="plain text"),
+            types.ImageContent(data=PNG, mime_type="image/png"),
+            types.AudioContent(data=base64.b64encode(b"RIFF1234").decode(), mime_type="audio/wav"),
+            types.EmbeddedResource(
+                resource=types.TextResourceContents(
+                    uri="file:///notes.txt", mime_type="text/plain", text="embedded text"
+                )
+            ),
+            types.EmbeddedResource(
+                resource=types.BlobResourceContents(
+                    uri="file:///pixel.png", mime_type="image/png", blob=PNG
+                )
+            ),
+            types.EmbeddedResource(
+                resource=types.BlobResourceContents(
+                    uri="file:///data.bin",
+                    mime_type="application/octet-stream",
+                    blob=base64.b64encode(b"\0\1\2\3").decode(),
+                )
+            ),
+            types.ResourceLink(name="readme", uri="file:///README.md"),
+        ],
+        structured_content={"count": 7, "ok": True},
+    )
+
+
+@server.tool()
+def structured_only() -> types.CallToolResult:
+    """Only a structured result."""
+    return types.CallToolResult(content=[], structured_content={"answer": 42})
+
+
+@server.tool()
+def fails(reason: str) -> types.CallToolResult:
+    """Report a failure the model should see."""
+    return types.CallToolResult(
+        content=[types.TextContent(text=f"failed: {reason}")], is_error=True
+    )
+
+
+@server.tool()
+def secret() -> str:
+    """Return text holding a credential."""
+    return "the key is AKIAIOSFODNN7EXAMPLE, keep it safe"
+
+
+@server.tool()
+async def progress(steps: int, ctx: Context) -> str:
+    """Report progress, then finish."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step} of {steps}")
+    return f"done after {steps} steps"
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleep, noting a cancellation."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        log("cancelled slow")
+        raise
+    return "slept"
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the process in the middle of the call."""
+    print("crash: exiting with status 3", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add a tool and tell the client the list changed."""
+    server.add_tool(lambda: "new", name="added", description="Added at run time.")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
+@server.tool()
+def read(path: str) -> str:
+    """Pretend to read a file (nothing is touched)."""
+    log(f"read {path}")
+    return f"contents of {path}"
+
+
+@server.tool()
+async def leaky_progress(ctx: Context) -> str:
+    """Report progress whose message holds a credential."""
+    await ctx.report_progress(1, 2, "found AKIAIOSFODNN7EXAMPLE in the config")
+    return "done"
+
+
+@server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+@server.tool()
+def now() -> float:
+    """A timestamp."""
+    return time.time()
+
+
+if __name__ == "__main__":
+    print("test server ready", file=sys.stderr, flush=True)
+    if options.http is not None:
+        server.run("streamable-http", host="127.0.0.1", port=options.http)
+    else:
+        server.run("stdio")
