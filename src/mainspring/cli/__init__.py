@@ -20,6 +20,7 @@ from ..kernel.agent import Agent
 from ..logs import configure_logging
 from ..sessions import SessionFormatError
 from ..settings import load_settings
+from .approve import TerminalApprover, approval_mode
 from .render import JsonRenderer, TerminalRenderer
 
 __all__ = ["main"]
@@ -87,6 +88,13 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="resume the session FILE if it exists, and record the run to it",
     )
+    answers = parser.add_mutually_exclusive_group()
+    answers.add_argument(
+        "--yes", action="store_true", help="allow every tool call a gate asks approval for"
+    )
+    answers.add_argument(
+        "--no", action="store_true", help="refuse every tool call a gate asks approval for"
+    )
     _plugin_options(parser)
 
 
@@ -102,6 +110,10 @@ def _import_plugin(name: str) -> Any:
 
 def _build_agent(args: argparse.Namespace) -> Agent:
     plugins = [_import_plugin(name) for name in args.plugin]
+    if args.command in ("run", "chat"):
+        # the terminal is the approver of calls a gate asks about (see cli/approve.py)
+        mode = approval_mode(args.yes, args.no, sys.stdin.isatty())
+        plugins.append(TerminalApprover(mode))
     settings = load_settings()
     options: dict[str, Any] = {
         "plugins": plugins,
