@@ -145,6 +145,17 @@ def _report_disabled(agent: Agent) -> None:
         print(f"mainspring: plugins off: {'; '.join(parts)}", file=sys.stderr, flush=True)
 
 
+def _report_remembered(agent: Agent) -> None:
+    """One stderr line naming the approvals a resumed session remembers."""
+    remembered = agent.remembered_approvals
+    if remembered:
+        shown = [
+            f"{item.tool_name} ({'every call' if item.arguments is None else 'these arguments'})"
+            for item in remembered
+        ]
+        print(f"mainspring: remembered approvals: {', '.join(shown)}", file=sys.stderr, flush=True)
+
+
 async def _run(args: argparse.Namespace, agent: Agent) -> int:
     renderer: Any = (
         JsonRenderer(sys.stdout) if args.json else TerminalRenderer(sys.stdout, sys.stderr)
@@ -217,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "tools":
         return _tools(agent, args.json)
     _report_disabled(agent)
+    _report_remembered(agent)
     if args.command == "chat":
         from .chat import chat
 
