@@ -20,6 +20,7 @@ from .common import Config, Row
 from .deltas import run_w3
 from .fanout import run_w2
 from .history import run_w4
+from .otel import run_w1otel
 from .report import machine, render
 from .scale import run_scale
 from .startup import run_startup
@@ -30,6 +31,7 @@ Workload = Callable[[Config], Awaitable[list[Row]]]
 WORKLOADS: dict[str, tuple[str, Workload]] = {
     "W1": ("200 turns, one tool call each: CPU per turn, flatness", run_w1),
     "W1h": ("W1 with 20 plugins implementing every run-time hook", run_w1h),
+    "W1otel": ("W1 traced with OpenTelemetry (otel plugin): cost per turn", run_w1otel),
     "W2": ("50 concurrent tool calls sleeping 50 ms", run_w2),
     "W3": ("one reply of 5,000 text deltas, one listener", run_w3),
     "W4": ("one request over 2,000 prior messages", run_w4),

@@ -157,7 +157,7 @@ async def test_each_attempt_of_a_retried_request_is_a_chat_span(traced: Traced) 
         settings=traced.settings(),
     )
     chats = sorted(traced.named("chat"), key=lambda s: s.start_time or 0)
-    assert [s.attributes["mainspring.request.attempt"] for s in chats] == [0, 1, 2]  # type: ignore[index]
+    assert [s.attributes.get("mainspring.request.attempt") for s in chats] == [None, 1, 2]  # type: ignore[union-attr]
     assert [s.status.status_code for s in chats] == [
         StatusCode.ERROR,
         StatusCode.ERROR,
@@ -199,12 +199,11 @@ async def test_a_blocked_call_is_an_error_span_with_a_block_event(traced: Traced
     blocked, allowed = spans["bad"], spans["call_1"]
     assert blocked.status.status_code is StatusCode.ERROR
     assert blocked.attributes["error.type"] == "blocked"  # type: ignore[index]
-    assert blocked.attributes["mainspring.tool.decision"] == "block"  # type: ignore[index]
     [event] = blocked.events
     assert event.name == "mainspring.tool.blocked"
     assert dict(event.attributes or {}) == {"mainspring.plugin": "gate"}  # no reason: content
     assert allowed.status.status_code is StatusCode.UNSET
-    assert allowed.attributes["mainspring.tool.decision"] == "allow"  # type: ignore[index]
+    assert allowed.events == ()
     assert "secret-plans" not in everything_recorded(traced.spans)
 
 
@@ -294,19 +293,15 @@ async def test_attributes_follow_the_genai_conventions(traced: Traced) -> None:
         assert span.attributes["gen_ai.operation.name"] == "chat"
         assert span.attributes["gen_ai.provider.name"] == "faux"
         assert span.attributes["gen_ai.request.model"] == "test"
-        assert span.attributes["gen_ai.response.model"] == "test"
+        assert "gen_ai.response.model" not in span.attributes  # the model requested
         assert span.attributes["gen_ai.response.finish_reasons"] == (reply.stop_reason,)
         assert span.attributes["gen_ai.usage.input_tokens"] == reply.usage.input_tokens
         assert span.attributes["gen_ai.usage.output_tokens"] == reply.usage.output_tokens
-    assert [s.attributes["mainspring.turn"] for s in chats] == [0, 1]  # type: ignore[index]
     [tool_span] = traced.named("execute_tool")
     assert dict(tool_span.attributes or {}) == {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "echo",
         "gen_ai.tool.call.id": "c1",
-        "gen_ai.tool.type": "function",
-        "mainspring.turn": 0,
-        "mainspring.tool.decision": "allow",
     }
 
 

@@ -13,19 +13,24 @@
   preparing the request (after any compaction) to the reply's ``message_end``; an
   attempt that failed before streaming ends at its ``retry`` (or at the overflow
   compaction it causes). ``gen_ai.operation.name=chat``, ``gen_ai.provider.name``,
-  ``gen_ai.request.model``, ``gen_ai.response.model``, ``gen_ai.response.id``,
+  ``gen_ai.request.model``, ``gen_ai.response.id`` (when the provider gave one),
+  ``gen_ai.response.model`` (when it differs from the requested one),
   ``gen_ai.response.finish_reasons``, ``gen_ai.usage.input_tokens`` (cache reads and
   writes included) / ``output_tokens``, ``gen_ai.usage.cache_read.input_tokens`` /
-  ``cache_creation.input_tokens`` when non-zero, ``mainspring.turn``,
-  ``mainspring.request.attempt`` (0 for the first try). ``error.type``:
-  ``provider_error``, ``context_overflow`` or ``aborted``.
+  ``cache_creation.input_tokens`` when non-zero, ``mainspring.request.attempt`` on a
+  retried attempt (1, 2…). ``error.type``: ``provider_error``, ``context_overflow`` or
+  ``aborted``.
 - ``execute_tool {name}``, kind INTERNAL, from ``tool_execution_start`` to
   ``tool_execution_end`` (parallel calls overlap): ``gen_ai.operation.name=execute_tool``,
-  ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type=function``,
-  ``mainspring.turn``, ``mainspring.tool.decision`` (``allow``/``block``; absent when the
-  call failed before the gates). A block is also a ``mainspring.tool.blocked`` span event
-  naming the plugin. ``error.type``: ``blocked``, ``aborted``, ``timeout`` or
-  ``tool_error``.
+  ``gen_ai.tool.name``, ``gen_ai.tool.call.id``. A call a gate blocked has a
+  ``mainspring.tool.blocked`` span event naming the plugin. ``error.type``: ``blocked``,
+  ``aborted``, ``timeout`` or ``tool_error``.
+
+Chat and tool spans are handed to the tracer when they end, with their true start time
+and every attribute at once (a span processor's ``on_start`` sees them then); attributes
+are few on purpose: with the SDK each costs about a microsecond per span
+(``bench/otel.py``). Turns are counted on the run span; a child's turn is its place in
+the timeline.
 
 With content capture on, and only then: ``gen_ai.system_instructions`` on the run span;
 ``gen_ai.input.messages`` (the request's messages after its last assistant message, as
@@ -142,15 +147,15 @@ class RunTrace:
                 trace_id=trace.format_trace_id(context.trace_id),
                 span_id=trace.format_span_id(context.span_id),
             )
-        self.chat: Span | None = None
+        self.chat: tuple[int, dict[str, Any]] | None = None  # (start ns, attributes)
         self.pending: tuple[int, tuple[Any, ...]] | None = None  # (start ns, messages)
         self.attempt = 0
         self.requests = 0
         self.turns = 0
         self.input_tokens = 0
         self.output_tokens = 0
-        self.tools: dict[str, Span] = {}
-        self.blocked: set[str] = set()
+        self.tools: dict[str, tuple[int, dict[str, Any]]] = {}  # id → (start ns, attributes)
+        self.blocked: dict[str, tuple[dict[str, Any], int]] = {}  # id → (event attrs, ns)
         self.compaction_ns = 0
         self.saw_abort = False
 
@@ -161,59 +166,83 @@ class RunTrace:
         self.pending = (time.time_ns(), messages)
 
     def on_event(self, event: Any, signal: Any) -> bool:
-        """Update the spans for ``event``; ``True`` when the run has ended."""
-        if signal.aborted and not self.saw_abort:
-            self.saw_abort = True
-            self.span.add_event("mainspring.abort", {"reason": str(signal.reason)})
+        """Update the spans for ``event``; ``True`` when the run has ended.
+
+        An abort is noted (a ``mainspring.abort`` span event) at the first event after
+        it that ends something: a tool call, a message, a turn or the run.
+        """
         handler = _HANDLERS.get(event.type)
         if handler is None:
             return False
+        if signal.aborted and not self.saw_abort and event.type in _ENDINGS:
+            self.saw_abort = True
+            self.span.add_event("mainspring.abort", {"reason": str(signal.reason)})
         return handler(self, event) is True
 
     def close(self, reason: str) -> None:
         """End every open span and leave the run's context (the run ended or failed)."""
-        for span in (*self.tools.values(), *((self.chat,) if self.chat else ())):
-            span.set_status(Status(StatusCode.ERROR, reason if self.capture else None))
-            span.end()
+        if self.chat is not None:
+            start, attributes = self.chat
+            self._record(f"chat {self.model}", SpanKind.CLIENT, start, attributes, reason)
+        for start, attributes in self.tools.values():
+            self._record(f"execute_tool {attributes['gen_ai.tool.name']}", SpanKind.INTERNAL,
+                         start, attributes, reason)  # fmt: skip
         self.tools.clear()
         self.chat = None
         self.span.end()
         structlog.contextvars.unbind_contextvars("trace_id", "span_id")
         otel_context.detach(self.token)  # logs, never raises, if the context differs
 
+    # -- spans ---------------------------------------------------------------------------
+
+    def _record(
+        self,
+        name: str,
+        kind: SpanKind,
+        start: int | None,
+        attributes: dict[str, Any],
+        error: str | None = None,
+        events: tuple[tuple[str, dict[str, Any], int], ...] = (),
+    ) -> None:
+        """A finished child span of the run, built at once with every attribute.
+
+        Spans are made when they end, with their true start time: one ``start_span`` with
+        all attributes costs the SDK about half of ``set_attribute`` calls on an open
+        span. ``error`` (a description, or ``""``) sets the ERROR status.
+        """
+        span = self.tracer.start_span(
+            name, context=self.parent, kind=kind, attributes=attributes, start_time=start
+        )
+        for event_name, event_attributes, timestamp in events:
+            span.add_event(event_name, event_attributes, timestamp)
+        if error is not None:
+            span.set_status(Status(StatusCode.ERROR, error if self.capture and error else None))
+        span.end()
+
     # -- chat spans ------------------------------------------------------------------------
 
-    def _open_chat(self) -> Span:
+    def _open_chat(self) -> tuple[int, dict[str, Any]]:
         pending, self.pending = self.pending, None
-        start = pending[0] if pending is not None else None
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": self.provider,
             "gen_ai.request.model": self.model,
-            "mainspring.turn": self.turns - 1,
-            "mainspring.request.attempt": self.attempt,
         }
+        if self.attempt:
+            attributes["mainspring.request.attempt"] = self.attempt
         if self.capture and pending is not None:
             tail = input_tail(pending[1])
             encoded = [m for m in (message_parts(m, self.limit) for m in tail) if m is not None]
             attributes["gen_ai.input.messages"] = encode(encoded)
         self.requests += 1
-        span: Span = self.tracer.start_span(
-            f"chat {self.model}",
-            context=self.parent,
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
-            start_time=start,
-        )
-        return span
+        return (pending[0] if pending is not None else time.time_ns()), attributes
 
     def _failed_attempt(self, error_type: str, error: str) -> None:
         """An attempt that failed before streaming: a chat span ending now."""
         if self.chat is None and self.pending is not None:
-            span = self._open_chat()
-            span.set_attribute("error.type", error_type)
-            span.set_status(Status(StatusCode.ERROR, error if self.capture else None))
-            span.end()
+            start, attributes = self._open_chat()
+            attributes["error.type"] = error_type
+            self._record(f"chat {self.model}", SpanKind.CLIENT, start, attributes, error)
 
     def _message_start(self, event: Any) -> None:
         if event.message.role == "assistant" and self.chat is None:
@@ -229,14 +258,16 @@ class RunTrace:
                     joined["gen_ai.input.messages"] = encode([message_parts(message, self.limit)])
                 self.span.add_event("mainspring.steering", joined)
             return
-        span, self.chat = self.chat, None
-        if span is None:
+        chat, self.chat = self.chat, None
+        if chat is None:
             return
+        start, attributes = chat
         usage = message.usage
         self.input_tokens += usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
         self.output_tokens += usage.output_tokens
-        attributes: dict[str, Any] = _usage_attributes(usage)
-        attributes["gen_ai.response.model"] = message.model or self.model
+        attributes.update(_usage_attributes(usage))
+        if message.model and message.model != self.model:
+            attributes["gen_ai.response.model"] = message.model
         attributes["gen_ai.response.finish_reasons"] = (message.stop_reason,)
         if message.response_id:
             attributes["gen_ai.response.id"] = message.response_id
@@ -245,15 +276,15 @@ class RunTrace:
                 [message_parts(message, self.limit, output=True)]
             )
         stop = message.stop_reason
+        error = None
         if stop == "error" or stop == "aborted":
             attributes["error.type"] = "aborted" if stop == "aborted" else "provider_error"
-            description = message.error_message if self.capture else None
-            span.set_status(Status(StatusCode.ERROR, description))
-        span.set_attributes(attributes)
-        span.end()
+            error = message.error_message or ""
+        self._record(f"chat {self.model}", SpanKind.CLIENT, start, attributes, error)
 
     def _turn_start(self, event: Any) -> None:
         self.turns += 1
+        self.attempt = 0
 
     def _retry(self, event: Any) -> None:
         self._failed_attempt("provider_error", event.error)
@@ -293,51 +324,44 @@ class RunTrace:
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": event.tool_name,
             "gen_ai.tool.call.id": event.tool_call_id,
-            "gen_ai.tool.type": "function",
-            "mainspring.turn": self.turns - 1,
         }
         if self.capture:
             attributes["gen_ai.tool.call.arguments"] = encode(mask_secrets(event.args))
-        self.tools[event.tool_call_id] = self.tracer.start_span(
-            f"execute_tool {event.tool_name}",
-            context=self.parent,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-        )
+        self.tools[event.tool_call_id] = (time.time_ns(), attributes)
 
     def _tool_decision(self, event: Any) -> None:
-        span = self.tools.get(event.tool_call_id)
-        if span is None:
-            return
-        span.set_attribute("mainspring.tool.decision", event.decision)
-        if event.decision == "block":
-            self.blocked.add(event.tool_call_id)
+        if event.decision == "block" and event.tool_call_id in self.tools:
             attributes = {"mainspring.plugin": str(event.plugin)}
             if self.capture and event.reason:
                 attributes["mainspring.reason"] = event.reason
-            span.add_event("mainspring.tool.blocked", attributes)
+            self.blocked[event.tool_call_id] = (attributes, time.time_ns())
 
     def _tool_end(self, event: Any) -> None:
-        span = self.tools.pop(event.tool_call_id, None)
-        if span is None:
+        call_id = event.tool_call_id
+        started = self.tools.pop(call_id, None)
+        if started is None:
             return
+        start, attributes = started
         result = event.result
         if self.capture:
-            span.set_attribute("gen_ai.tool.call.result", result_text(result.content, self.limit))
+            attributes["gen_ai.tool.call.result"] = result_text(result.content, self.limit)
+        error = None
+        events: tuple[tuple[str, dict[str, Any], int], ...] = ()
         if event.is_error:
-            if event.tool_call_id in self.blocked:
-                self.blocked.discard(event.tool_call_id)
+            block = self.blocked.pop(call_id, None)
+            if block is not None:
                 error_type = "blocked"
+                events = (("mainspring.tool.blocked", *block),)
             elif self.saw_abort:
                 error_type = "aborted"
             elif " timed out after " in result_text(result.content[:1], 200):
                 error_type = "timeout"
             else:
                 error_type = "tool_error"
-            span.set_attribute("error.type", error_type)
-            description = result_text(result.content, self.limit) if self.capture else None
-            span.set_status(Status(StatusCode.ERROR, description))
-        span.end()
+            attributes["error.type"] = error_type
+            error = result_text(result.content, self.limit) if self.capture else ""
+        name = f"execute_tool {event.tool_name}"
+        self._record(name, SpanKind.INTERNAL, start, attributes, error, events)
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -368,7 +392,10 @@ class RunTrace:
         return True
 
 
+_ENDINGS = frozenset({"tool_execution_end", "message_end", "turn_end", "agent_end"})
+
 _HANDLERS: dict[str, Any] = {
+    "turn_end": lambda trace, event: None,
     "agent_end": RunTrace._agent_end,
     "turn_start": RunTrace._turn_start,
     "message_start": RunTrace._message_start,
