@@ -27,6 +27,7 @@ __all__ = [
     "DisabledPlugin",
     "PluginControls",
     "distribution_of",
+    "forget_distributions",
     "normalise",
     "plugin_controls",
     "required_problems",
@@ -133,12 +134,28 @@ def plugin_controls(
     )
 
 
+_distributions: dict[int, tuple[EntryPoint, str | None, str | None]] = {}
+"""``distribution_of`` answers by ``id`` of the entry point (kept alive here, so the
+``id`` is not reused); reading a distribution's metadata parses a file."""
+
+
 def distribution_of(ep: EntryPoint) -> tuple[str | None, str | None]:
-    """The name and version of the distribution declaring ``ep`` (``None`` if unknown)."""
+    """The name and version of the distribution declaring ``ep`` (``None`` if unknown).
+
+    Remembered per entry point object until :func:`forget_distributions`.
+    """
+    known = _distributions.get(id(ep))
+    if known is not None and known[0] is ep:
+        return known[1], known[2]
     dist = ep.dist
-    if dist is None:
-        return None, None
-    return dist.metadata["Name"], dist.version
+    name, version = (None, None) if dist is None else (dist.metadata["Name"], dist.version)
+    _distributions[id(ep)] = (ep, name, version)
+    return name, version
+
+
+def forget_distributions() -> None:
+    """Drop what :func:`distribution_of` remembers (a new entry-point scan was made)."""
+    _distributions.clear()
 
 
 def _described(ep: EntryPoint) -> str:

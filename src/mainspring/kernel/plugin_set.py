@@ -4,13 +4,20 @@
 :class:`KernelManager`, keeps that list true after loading: a plugin registered later is
 validated and listed, one unregistered leaves the list, a required plugin cannot be
 unregistered, and listeners hear of every change.
+
+Validation follows pluggy's own rules where they exist: an implementation of a hook
+this kernel does not know is refused unless it is marked ``optionalhook=True`` (a plugin
+written for a newer mainspring then loads, its unknown hooks ignored), as
+``PluginManager.check_pending`` decides.
 """
 
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Literal, final
 
 import pluggy
@@ -139,13 +146,43 @@ class PluginSet:
             listener()
 
 
+_Opts = pluggy.HookimplOpts | None
+_MISSING = object()
+
+_module_opts: weakref.WeakKeyDictionary[ModuleType, dict[str, tuple[Any, _Opts]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""What :meth:`KernelManager.parse_hookimpl_opts` found on module plugins, per attribute
+with the object it was found on."""
+
+
 class KernelManager(pluggy.PluginManager):
-    """The kernel's plugin manager: once loading is done, each change goes to its set."""
+    """The kernel's plugin manager: once loading is done, each change goes to its set.
+
+    Registering a module (the built-ins, installed plugins) reads each of its attributes
+    once per process: what pluggy parses off an attribute is remembered for as long as
+    the module holds the same object under that name.
+    """
 
     def __init__(self) -> None:
         super().__init__(hookspecs.PROJECT)
         self.add_hookspecs(hookspecs)
         self.owner: PluginSet | None = None
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> _Opts:
+        """pluggy's answer, remembered for module plugins (see the class docstring)."""
+        if type(plugin) is not ModuleType:
+            return super().parse_hookimpl_opts(plugin, name)
+        value = plugin.__dict__.get(name, _MISSING)
+        memo = _module_opts.get(plugin)
+        if memo is None:
+            memo = _module_opts[plugin] = {}
+        known = memo.get(name)
+        if known is None or known[0] is not value:
+            known = memo[name] = (value, super().parse_hookimpl_opts(plugin, name))
+        opts = known[1]
+        # pluggy normalises the options in place: hand out a copy
+        return None if opts is None else pluggy.HookimplOpts(**opts)
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
         """Register ``plugin``; after loading, validate it and list it in the plugin set."""
@@ -174,10 +211,17 @@ class KernelManager(pluggy.PluginManager):
 
 
 def hooks_of(pm: pluggy.PluginManager, plugin: Any) -> tuple[str, ...]:
-    return tuple(sorted(caller.name for caller in pm.get_hookcallers(plugin) or ()))
+    """The hooks of this kernel that ``plugin`` implements (ignored optional ones left out)."""
+    callers = pm.get_hookcallers(plugin) or ()
+    return tuple(sorted(caller.name for caller in callers if caller.spec is not None))
 
 
 def validate(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
+    """Refuse ``plugin`` (registered as ``name``) with a :class:`~mainspring.PluginLoadError`.
+
+    Wrappers on run-time hooks, async implementations of synchronous hooks, and
+    implementations of unknown hooks not marked ``optionalhook=True`` are refused.
+    """
     for caller in pm.get_hookcallers(plugin) or ():
         for impl in caller.get_hookimpls():
             if impl.plugin is not plugin:
@@ -197,16 +241,26 @@ def validate(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
                     "is async; make it a plain def",
                     plugin=name,
                 )
-    for caller in pm.hook.__dict__.values():
-        if not isinstance(caller, pluggy.HookCaller) or caller.spec is not None:
-            continue
-        for impl in caller.get_hookimpls():
-            if impl.plugin is plugin:
-                raise PluginLoadError(
-                    f"plugin {name!r} implements unknown hook {caller.name!r}; known hooks: "
-                    f"{', '.join(sorted(hookspecs.ASYNC_HOOKS | hookspecs.SYNC_HOOKS))}",
-                    plugin=name,
-                )
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as error:
+        unknown = next(
+            caller.name
+            for caller in pm.get_hookcallers(error.plugin) or ()
+            if caller.spec is None
+            and any(
+                impl.plugin is error.plugin and not impl.optionalhook
+                for impl in caller.get_hookimpls()
+            )
+        )
+        culprit = name if error.plugin is plugin else pm.get_name(error.plugin) or "?"
+        raise PluginLoadError(
+            f"plugin {culprit!r} implements unknown hook {unknown!r} (mark it "
+            "@hookimpl(optionalhook=True) if it is meant for another version of "
+            f"mainspring); known hooks: "
+            f"{', '.join(sorted(hookspecs.ASYNC_HOOKS | hookspecs.SYNC_HOOKS))}",
+            plugin=culprit,
+        ) from None
 
 
 def disable_hint(name: str) -> str:

@@ -12,12 +12,19 @@ every plugin a control turns off is logged at WARNING and listed in
 :attr:`PluginSet.disabled`; a plugin named in ``required`` that is missing, disabled,
 shadowed or fails to load stops the agent; once loaded, a required plugin cannot be
 unregistered, and :attr:`PluginSet.infos` follows later registrations and unregistrations.
+
+Loading is paid once per process: the entry-point scan is cached (rescanned when
+``sys.path`` or one of its directories changes, or after :func:`rescan_installed_plugins`),
+imported plugin modules stay in ``sys.modules``, and what pluggy reads off a plugin
+module is remembered (see :class:`~mainspring.kernel.plugin_set.KernelManager`).
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -32,6 +39,7 @@ from .plugin_controls import (
     DisabledPlugin,
     PluginControls,
     distribution_of,
+    forget_distributions,
     normalise,
     plugin_controls,
     required_problems,
@@ -60,6 +68,7 @@ __all__ = [
     "load_plugins",
     "plugin_controls",
     "required_hint",
+    "rescan_installed_plugins",
 ]
 
 _log = get_logger(__name__)
@@ -75,6 +84,7 @@ BUILTIN_PLUGINS: tuple[tuple[str, str, bool], ...] = (
     ("max_turns", "mainspring.plugins.max_turns", False),
     ("session_writer", "mainspring.plugins.session_writer", False),
     ("event_log", "mainspring.plugins.event_log", False),
+    ("mcp", "mainspring.plugins.mcp", False),
     ("otel", "mainspring.plugins.otel", False),
 )
 """The built-in plugins, registered first; essential ones cannot be disabled."""
@@ -130,17 +140,64 @@ def _inprocess_name(plugin: Any, taken: set[str]) -> str:
 Installed = dict[str, list["EntryPoint"]]
 
 
-def _discover(controls: PluginControls, required: bool) -> Installed | None:
-    """The group's entry points by normalised name, in ``sys.path`` order; ``None`` when
-    they need not be looked up (autoload turned off in code and nothing required)."""
-    if not controls.autoload and controls.autoload_off_by != ENV_AUTOLOAD and not required:
-        return None
+_PathState = tuple[tuple[str, tuple[int, int] | None], ...]
+
+_scan: tuple[_PathState, Installed] | None = None
+"""The last entry-point scan and the state of ``sys.path`` it was made on."""
+
+
+def _path_state() -> _PathState:
+    """Each ``sys.path`` entry with its modification time and link count (``None``: missing).
+
+    Installing or removing a distribution adds or removes entries (its ``*.dist-info``
+    directory, a ``.pth`` file) in a ``sys.path`` directory, which changes that
+    directory's modification time and, for a subdirectory, its link count.
+    """
+    state: list[tuple[str, tuple[int, int] | None]] = []
+    for entry in sys.path:
+        try:
+            found = os.stat(entry or ".")
+        except (OSError, ValueError):
+            state.append((entry, None))
+        else:
+            state.append((entry, (found.st_mtime_ns, found.st_nlink)))
+    return tuple(state)
+
+
+def rescan_installed_plugins() -> None:
+    """Forget the cached entry-point scan: the next agent looks installed plugins up afresh.
+
+    The scan is redone anyway when ``sys.path`` or one of its directories changed; call
+    this after changing an installed distribution in place (editing its
+    ``entry_points.txt``, say) in a running process.
+    """
+    global _scan
+    _scan = None
+    forget_distributions()
+
+
+def _installed() -> Installed:
+    """The ``mainspring`` entry points by normalised name, in ``sys.path`` order (cached)."""
+    global _scan
+    state = _path_state()
+    if _scan is not None and _scan[0] == state:
+        return _scan[1]
     from importlib_metadata import entry_points  # only when installed plugins are wanted
 
     found: Installed = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(normalise(ep.name), []).append(ep)
+    forget_distributions()
+    _scan = (state, found)
     return found
+
+
+def _discover(controls: PluginControls, required: bool) -> Installed | None:
+    """The group's entry points by normalised name, in ``sys.path`` order; ``None`` when
+    they need not be looked up (autoload turned off in code and nothing required)."""
+    if not controls.autoload and controls.autoload_off_by != ENV_AUTOLOAD and not required:
+        return None
+    return {name: list(eps) for name, eps in _installed().items()}
 
 
 def _select(

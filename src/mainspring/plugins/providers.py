@@ -3,16 +3,68 @@
 Each HTTP provider is built from ``agent.settings.providers[name]`` when given
 (``base_url``, ``api_key``, ``options``, ``timeout_s``), else from the environment
 variables the official SDKs read.
-Creating a provider opens no connection and starts no server; that happens on first use.
+
+Every bundled provider is registered as a :class:`LazyProvider`: its module is imported
+and the provider built on first use (its first ``stream()``, or the first look at its
+catalogue or any other attribute, as resolving a ``"name:id"`` model does), once per
+agent. So an agent that never uses the local provider never imports its module, and
+environment variables are read when the provider is first used. Options for the local
+provider are still checked when the agent is built. Building a provider opens no
+connection and starts no server; that happens on its first request.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, final
 
 from ..hookspecs import hookimpl
 
-__all__ = ["register_providers"]
+__all__ = ["LazyProvider", "register_providers"]
+
+
+@final
+class LazyProvider:
+    """A provider named ``name`` that ``build()`` makes on first use (see the module).
+
+    ``stream`` and every attribute but ``name`` are the built provider's. A ``build``
+    that raises raises again on the next use.
+    """
+
+    __slots__ = ("_build", "_built", "name")
+
+    def __init__(self, name: str, build: Callable[[], Any]) -> None:
+        self.name = name
+        self._build = build
+        self._built: Any = None
+
+    @property
+    def provider(self) -> Any:
+        """The provider itself, built now if it was not yet."""
+        built = self._built
+        if built is None:
+            built = self._built = self._build()
+        return built
+
+    @property
+    def built(self) -> bool:
+        """Whether the provider was built (used) already."""
+        return self._built is not None
+
+    def stream(self, request: Any, signal: Any) -> AsyncIterator[Any]:
+        """The built provider's ``stream``."""
+        stream: AsyncIterator[Any] = self.provider.stream(request, signal)
+        return stream
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__") or attribute in LazyProvider.__slots__:
+            raise AttributeError(attribute)
+        return getattr(self.provider, attribute)
+
+    def __repr__(self) -> str:
+        if self._built is None:
+            return f"<provider {self.name!r}, built on first use>"
+        return repr(self._built)
 
 
 def _http_options(settings: Any, name: str) -> dict[str, Any]:
@@ -30,20 +82,49 @@ def _http_options(settings: Any, name: str) -> dict[str, Any]:
     return options
 
 
-@hookimpl(trylast=True)
-def register_providers(agent: Any) -> list[Any]:
-    """The bundled providers (later plugins may replace any of them by name)."""
-    from ..providers.anthropic import AnthropicProvider
-    from ..providers.local import LocalProvider
-    from ..providers.openai import OpenAIProvider
+def _faux() -> Any:
     from ..testing.faux import FauxProvider
 
+    return FauxProvider()
+
+
+def _openai(options: dict[str, Any]) -> Callable[[], Any]:
+    def build() -> Any:
+        from ..providers.openai import OpenAIProvider
+
+        return OpenAIProvider(**options)
+
+    return build
+
+
+def _anthropic(options: dict[str, Any]) -> Callable[[], Any]:
+    def build() -> Any:
+        from ..providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(**options)
+
+    return build
+
+
+def _local(options: dict[str, Any]) -> Callable[[], Any]:
+    def build() -> Any:
+        from ..providers.local import LocalProvider
+
+        return LocalProvider(**options)
+
+    return build
+
+
+@hookimpl(trylast=True)
+def register_providers(agent: Any) -> list[Any]:
+    """The bundled providers, each built on first use (later plugins may replace any of
+    them by name)."""
     settings = agent.settings
     return [
-        FauxProvider(),
-        OpenAIProvider(**_http_options(settings, "openai")),
-        AnthropicProvider(**_http_options(settings, "anthropic")),
-        LocalProvider(**_local_options(settings)),
+        LazyProvider("faux", _faux),
+        LazyProvider("openai", _openai(_http_options(settings, "openai"))),
+        LazyProvider("anthropic", _anthropic(_http_options(settings, "anthropic"))),
+        LazyProvider("local", _local(_local_options(settings))),
     ]
 
 
