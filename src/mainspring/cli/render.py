@@ -3,14 +3,18 @@
 The terminal renderer writes reply text to stdout as it arrives and everything else
 (one line per tool call with its outcome and duration, errors, a spinner while waiting
 on the model) to stderr, so ``mainspring run ... > answer.txt`` keeps only the answer.
-The spinner and colours appear only when stderr is a terminal.
+The spinner and colours appear only when stderr is a terminal; ``NO_COLOR`` (set and not
+empty, see no-color.org) turns colours off, and ``TERM=dumb`` turns off colours and the
+spinner.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 from ..kernel.events import event_to_json
@@ -36,22 +40,29 @@ class JsonRenderer:
 
 
 class TerminalRenderer:
-    """Streams a run for a person (see the module docstring)."""
+    """Streams a run for a person (see the module docstring).
 
-    def __init__(self, out: TextIO, err: TextIO) -> None:
+    ``environ`` (default ``os.environ``) is where ``NO_COLOR`` and ``TERM`` are read, once.
+    ``interactive`` says whether the spinner runs, ``color`` whether lines are coloured.
+    """
+
+    def __init__(self, out: TextIO, err: TextIO, environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        dumb = env.get("TERM", "").strip().lower() == "dumb"
         self.out = out
         self.err = err
-        self.interactive = err.isatty()
+        self.interactive = err.isatty() and not dumb
+        self.color = self.interactive and not env.get("NO_COLOR")
         self.reason: str | None = None
         self._started: dict[str, float] = {}
         self._spinner: asyncio.Task[None] | None = None
         self._line_open = False
 
     def _dim(self, text: str) -> str:
-        return f"\x1b[2m{text}\x1b[0m" if self.interactive else text
+        return f"\x1b[2m{text}\x1b[0m" if self.color else text
 
     def _red(self, text: str) -> str:
-        return f"\x1b[31m{text}\x1b[0m" if self.interactive else text
+        return f"\x1b[31m{text}\x1b[0m" if self.color else text
 
     async def _spin(self) -> None:
         index = 0

@@ -1,0 +1,81 @@
+"""The terminal renderer honours ``NO_COLOR`` and ``TERM=dumb``.
+
+Colours and the spinner appear only when stderr is a terminal; ``NO_COLOR`` (set and not
+empty) turns colours off, ``TERM=dumb`` turns off colours and the spinner.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from mainspring import Agent, tool
+from mainspring.cli.render import TerminalRenderer
+from mainspring.testing import FauxProvider, faux
+
+
+class Terminal(io.StringIO):
+    """A text stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@tool
+def fail(text: str) -> str:
+    """Always fails."""
+    raise RuntimeError("nope")
+
+
+async def render(environ: dict[str, str], err: io.StringIO | None = None) -> TerminalRenderer:
+    out, err = io.StringIO(), err if err is not None else Terminal()
+    renderer = TerminalRenderer(out, err, environ=environ)
+    provider = FauxProvider([faux.tool_call("fail", {"text": "x"}), faux.text("done")])
+    agent = Agent(model="faux:t", provider=provider, tools=[fail], autoload=False)
+    agent.subscribe(renderer)
+    await agent.prompt("go")
+    assert out.getvalue() == "done\n"
+    return renderer
+
+
+def stderr_of(renderer: TerminalRenderer) -> str:
+    value = renderer.err.getvalue()  # type: ignore[attr-defined]
+    assert isinstance(value, str)
+    return value
+
+
+async def test_a_terminal_gets_colours_and_the_spinner() -> None:
+    renderer = await render({"TERM": "xterm-256color"})
+    assert renderer.interactive and renderer.color
+    assert "\x1b[31m• fail error" in stderr_of(renderer)
+
+
+@pytest.mark.parametrize("value", ["1", "true", "anything"])
+async def test_no_color_turns_colours_off(value: str) -> None:
+    renderer = await render({"TERM": "xterm", "NO_COLOR": value})
+    assert not renderer.color
+    assert renderer.interactive  # the spinner is not colour
+    text = stderr_of(renderer)
+    assert "• fail error" in text
+    assert "\x1b[" not in text
+
+
+async def test_an_empty_no_color_does_not() -> None:
+    renderer = await render({"TERM": "xterm", "NO_COLOR": ""})
+    assert renderer.color
+
+
+async def test_a_dumb_terminal_gets_neither_colours_nor_the_spinner() -> None:
+    renderer = await render({"TERM": "dumb"})
+    assert not renderer.color and not renderer.interactive
+    text = stderr_of(renderer)
+    assert "• fail error" in text
+    assert "\x1b[" not in text
+    assert "\r" not in text
+
+
+async def test_no_terminal_no_colours() -> None:
+    renderer = await render({"TERM": "xterm"}, err=io.StringIO())
+    assert not renderer.color and not renderer.interactive
+    assert "\x1b[" not in stderr_of(renderer)
