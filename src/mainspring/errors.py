@@ -17,6 +17,7 @@ __all__ = [
     "HookTimeoutError",
     "PluginLoadError",
     "StopRun",
+    "describe_error",
 ]
 
 
@@ -62,7 +63,7 @@ class HookError(Exception):
     def __init__(self, hook: str, plugin: str, cause: BaseException | str) -> None:
         self.hook = hook
         self.plugin = plugin
-        self.cause_text = cause if isinstance(cause, str) else _describe(cause)
+        self.cause_text = cause if isinstance(cause, str) else describe_error(cause)
         super().__init__(f"{hook} implementation of plugin {plugin!r} failed: {self.cause_text}")
 
 
@@ -74,7 +75,8 @@ class HookTimeoutError(TimeoutError):
         self.timeout_s = timeout_s
 
 
-def _describe(error: BaseException) -> str:
+def describe_error(error: BaseException) -> str:
+    """``Type: message`` (``Type`` alone when the message is empty); a timeout's own text."""
     if isinstance(error, HookTimeoutError):
         return str(error)
     text = str(error)

@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from ..errors import HookError, StopRun
+from ..errors import HookError, StopRun, describe_error
 from ..logs import get_logger
 from ..messages import AssistantMessage, ToolCall
 from .delivery import ListenerError
@@ -139,8 +139,7 @@ def _failure_outcome(message: AssistantMessage) -> tuple[AgentEndReason, str | N
 def _describe(error: BaseException) -> str:
     if isinstance(error, HookError | ListenerError):
         return str(error)
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return describe_error(error)
 
 
 async def _keep_undelivered(run: Run) -> None:

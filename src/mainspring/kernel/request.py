@@ -15,7 +15,7 @@ import random
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import HookError
+from ..errors import HookError, describe_error
 from ..logs import get_logger
 from ..messages import AssistantMessage, trusted_construct
 from ..providers.base import ModelRequest, ProviderError, StreamDone, StreamEvent
@@ -50,10 +50,7 @@ def retry_delay(attempt: int, error: ProviderError, base_s: float, max_s: float)
 
 
 def _describe(error: BaseException) -> str:
-    if isinstance(error, ProviderError):
-        return error.message
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return error.message if isinstance(error, ProviderError) else describe_error(error)
 
 
 async def prepare_messages(run: Run) -> tuple[Any, ...]:
