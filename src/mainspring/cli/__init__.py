@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import PluginLoadError
 from ..kernel.agent import Agent
 from ..logs import configure_logging
+from ..plugins.otel import configure_command
 from ..sessions import SessionFormatError
 from ..settings import load_settings
 from .approve import TerminalApprover, approval_mode
@@ -40,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", help="the user's request")
     _agent_options(run)
     run.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
+    run.add_argument(
+        "--trace",
+        action="store_true",
+        help="print the run's OpenTelemetry span tree on stderr when it ends "
+        "(needs mainspring[otel])",
+    )
 
     chat = commands.add_parser(
         "chat", help="interactive loop: type to prompt; typing during a run steers it"
@@ -115,6 +122,8 @@ def _build_agent(args: argparse.Namespace) -> Agent:
         mode = approval_mode(args.yes, args.no, sys.stdin.isatty())
         plugins.append(TerminalApprover(mode))
     settings = load_settings()
+    if args.command in ("run", "chat"):
+        settings, args.finish_trace = configure_command(settings, getattr(args, "trace", False))
     options: dict[str, Any] = {
         "plugins": plugins,
         "disable_plugins": args.no_plugin,
@@ -237,3 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_run(args, agent))
     except KeyboardInterrupt:
         return EXIT_RUN_FAILED
+    finally:
+        tree = args.finish_trace()
+        if tree:
+            print(tree, file=sys.stderr, flush=True)

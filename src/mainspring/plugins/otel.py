@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..hookspecs import hookimpl
@@ -31,9 +31,16 @@ from ..kernel.relay import redactor
 from ..logs import get_logger
 
 if TYPE_CHECKING:
-    from ..settings import OtelSettings
+    from ..settings import OtelSettings, Settings
 
-__all__ = ["content_enabled", "on_event", "traced_runs", "tracing_enabled", "transform_context"]
+__all__ = [
+    "configure_command",
+    "content_enabled",
+    "on_event",
+    "traced_runs",
+    "tracing_enabled",
+    "transform_context",
+]
 
 log = get_logger("mainspring.otel")
 
@@ -150,3 +157,45 @@ def transform_context(messages: tuple[Any, ...], agent: Any) -> None:
             trace.request(messages)
         except Exception as error:
             _failed(agent, trace, error)
+
+
+def configure_command(settings: Settings, console: bool) -> tuple[Settings, Callable[[], str]]:
+    """Tracing for the ``mainspring`` command: ``settings`` with a tracer provider, and a
+    ``finish()`` to call when the run is over (flushes; returns the span tree, or ``""``).
+
+    With ``console`` (``--trace``) tracing is on and the run's spans are collected for
+    the tree. Otherwise, when tracing is on and the process has no SDK tracer provider,
+    one exporting as the ``OTEL_*`` variables say is set up
+    (:func:`~mainspring.plugins.otel_console.exporting_provider`). Raises ``ValueError``
+    when that needs ``opentelemetry-sdk`` or an exporter that is not installed.
+    """
+    if not console and not tracing_enabled(settings.otel):
+        return settings, str
+    try:
+        from . import otel_console
+    except ImportError as error:
+        raise ValueError(
+            f"tracing needs opentelemetry-sdk ({error}): pip install 'mainspring[otel]'"
+        ) from error
+    provider = settings.otel.tracer_provider or otel_console.exporting_provider()
+    update: dict[str, Any] = {"enabled": True} if console else {}
+    if console:
+        view = otel_console.ConsoleTrace(provider)
+        provider = view.provider
+
+        def finish() -> str:
+            tree = view.render()
+            view.shutdown()
+            return tree
+
+    else:
+
+        def finish() -> str:
+            if provider is not None:
+                provider.force_flush()
+            return ""
+
+    if provider is not None:
+        update["tracer_provider"] = provider
+    otel_settings = settings.otel.model_copy(update=update)
+    return settings.model_copy(update={"otel": otel_settings}), finish
