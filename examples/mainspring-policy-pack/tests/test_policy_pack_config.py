@@ -54,6 +54,8 @@ def test_without_a_file_the_documented_default_applies(
     assert [rule.name for rule in policy.deny_rules] == [
         r["name"] for r in default["shell"]["deny"]
     ]
+    assert [rule.name for rule in policy.ask_rules] == ["git-push-force", "git-push"]
+    assert policy.path_ask_rules == ()
     assert [rule.name for rule in policy.redaction_rules] == [
         p["name"] for p in default["redaction"]["patterns"]
     ]
@@ -164,7 +166,7 @@ BROKEN = [
         '[[shell.deny]]\nname = "sudo-again"\npattern = "b"\nreason = "r"\n',
         "two entries named sudo-again",
     ),
-    ('[shell]\ndisable = ["no-such-rule"]\n', "shell.deny.disable names no default entry"),
+    ('[shell]\ndisable = ["no-such-rule"]\n', "shell.disable names no default entry"),
     ('[[redaction.patterns]]\nname = "bad"\npattern = "[a-"\n', "redaction pattern 'bad'"),
     ('[[redaction.patterns]]\nname = "api_key"\npattern = "x"\n', "two entries named api_key"),
     ('[[redaction.patterns]]\nname = "has space"\npattern = "x"\n', "redaction.patterns.0.name"),

@@ -8,7 +8,7 @@ from typing import Any
 import mainspring_policy_pack
 import pytest
 
-from mainspring import Agent, Settings, ToolCall
+from mainspring import Agent, Block, Settings, ToolCall
 from mainspring.testing import FauxProvider, faux
 
 PLUGIN = "mainspring-policy-pack"
@@ -76,7 +76,8 @@ ALLOWED = [
     "grep -rn sudo docs/",
     "echo 'su' is a word",
     "python -m pytest -q",
-    "git push origin main",
+    "git commit -m 'push the fix'",
+    "git stash push -m wip",
     "dd if=/dev/zero of=/dev/null count=1",
     "chmod -R 755 build",
     "sed -i s/a/b/ config.ini",
@@ -157,20 +158,23 @@ async def test_rules_can_be_added_disabled_or_replaced(policy_run: Any, policy_f
         '[[shell.deny]]\nname = "only"\npattern = "forbidden"\nreason = "the only rule"\n'
     )
     calls = [
-        faux.tool_call("bash", {"command": "git push --force origin main"}),
-        faux.tool_call("bash", {"command": "sudo ls"}),
-        faux.tool_call("bash", {"command": "echo forbidden"}),
+        faux.tool_call("bash", {"command": "git push --force origin main"}, id="push"),
+        faux.tool_call("bash", {"command": "sudo ls"}, id="sudo"),
+        faux.tool_call("bash", {"command": "echo forbidden"}, id="echo"),
     ]
 
     results = {}
     for label, config in [("added", added), ("disabled", disabled), ("replaced", replaced)]:
         run = await policy_run([list(calls), faux.text("ok")], config=config)
-        results[label] = [d.decision for d in run.decisions()]
+        decided = {d.tool_call_id: (d.decision, d.decided_by) for d in run.decisions()}
+        results[label] = [decided[call_id] for call_id in ("push", "sudo", "echo")]
 
+    # a force push is otherwise asked about (the default ask rule git-push-force), and with
+    # no approver an asked call is blocked; an added deny rule blocks it outright
     assert results == {
-        "added": ["block", "block", "allow"],
-        "disabled": ["allow", "allow", "allow"],
-        "replaced": ["allow", "allow", "block"],
+        "added": [("block", "gate"), ("block", "gate"), ("allow", "gate")],
+        "disabled": [("block", "no_approver"), ("allow", "gate"), ("allow", "gate")],
+        "replaced": [("allow", "gate"), ("allow", "gate"), ("block", "gate")],
     }
 
 
@@ -209,7 +213,7 @@ def test_rule_evaluation_is_linear_in_the_command_length(tmp_path: Any, policy_f
     for command, blocked in [("git push --force", True), ("git push --force-x", False)]:
         call = ToolCall(id="c", name="bash", arguments={"command": command})
         decision = mainspring_policy_pack.before_tool_call(call, {"command": command}, agent)
-        assert (decision is not None) is blocked
+        assert isinstance(decision, Block) is blocked
     units = ["chmod -R ", "rm -r ", "cd / && ", "f(){ f|", "curl x | ", "rm -r /tmp/../ "]
     worst = 0.0
     for size in (16_000, 128_000, 1_000_000):  # the small sizes fail fast if it is not linear

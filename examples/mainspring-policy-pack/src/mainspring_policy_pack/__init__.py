@@ -1,6 +1,6 @@
 """mainspring-policy-pack: a security policy pack configured from a TOML file.
 
-Installed, it guards every agent with three things:
+Installed, it guards every agent with four things:
 
 1. **A workspace sandbox** for path arguments of *any* tool (names configurable; default
    ``path``, ``file``, ``file_path``, ``directory``, ``cwd``): a path that climbs out with
@@ -11,6 +11,13 @@ Installed, it guards every agent with three things:
    ``rm -rf /`` (also ``//``, ``/./``, ``/tmp/../``), ``cd / && rm -rf *``,
    ``curl ... | sh``, ``sudo``, writes under ``/etc``, disk wipes, fork bombs of any
    function name... (``before_tool_call``)
+4. **Ask rules** next to the deny rules: a shell command an ask rule matches (by default
+   ``git push``, forced or not), or a path argument a path ask rule matches (or, with
+   ``when = "does-not-match"``, fails to), is put to an approver: the gate returns
+   ``Ask(reason)``, the reason naming the rule and what it matched, and the call runs only
+   if a ``request_approval`` implementation or ``agent.approve()`` allows it. With no
+   approver configured the kernel blocks it at once (``decided_by="no_approver"``). A
+   deny rule or the sandbox always wins over an ask rule. (``before_tool_call``)
 3. **Secret redaction**: token shapes (``sk-...``, ``AKIA...``, ``ghp_...``, ``hf_...``,
    JWTs...), private keys (also key lines without their BEGIN line), credentials in URLs
    and ``Authorization`` headers, ``.env``/config assignments (``DB_PASSWORD=...``,
@@ -23,10 +30,13 @@ Installed, it guards every agent with three things:
 
 A refused call is blocked with a reason; the model sees it as an error tool result and the
 event stream records a ``tool_decision`` of ``block`` naming ``mainspring-policy-pack``.
-Allowed calls get a ``tool_decision`` of ``allow`` (from the kernel, with no plugin).
+Allowed calls get a ``tool_decision`` of ``allow`` (from the kernel, with no plugin). An
+asked call gets a ``tool_approval_request`` naming ``mainspring-policy-pack``, then a
+``tool_decision`` saying who decided.
 
 **Switched off, it says so.** A policy that turns off a part the default has on (the
-sandbox, the shell rules, result or context redaction) or drops default rules or patterns
+sandbox, the shell rules, result or context redaction) or drops default rules (deny or ask)
+or patterns
 is logged when the agent is built: a WARNING from the ``mainspring.policy_pack`` logger
 naming each (:meth:`Policy.weakened`). To make sure the pack is loaded at all, list it in
 the kernel's ``required_plugins`` setting.
@@ -65,25 +75,31 @@ from collections.abc import Sequence
 from typing import Any
 
 import mainspring
-from mainspring import Block, StopRun, ToolResult, hookimpl, redactor
+from mainspring import Ask, Block, StopRun, ToolResult, hookimpl, redactor
 from mainspring.logs import get_logger
 
 from .config import (
     CONFIG_ENV,
     DEFAULT_POLICY_TOML,
     WORKSPACE_ENV,
+    AskRule,
+    DenyRule,
+    PathAskRule,
     Policy,
     PolicyError,
     load_policy,
 )
 from .redact import Redactor
-from .rules import command_violation, path_problem, path_violation
+from .rules import command_rules, path_problem, path_question, path_violation
 
 __all__ = [
     "CONFIG_ENV",
     "DEFAULT_POLICY_TOML",
     "PLUGIN_NAME",
     "WORKSPACE_ENV",
+    "AskRule",
+    "DenyRule",
+    "PathAskRule",
     "Policy",
     "PolicyError",
     "Redactor",
@@ -145,19 +161,27 @@ def register_tools(agent: mainspring.Agent) -> Sequence[mainspring.Tool]:
 
 
 @hookimpl(tryfirst=True)
-def before_tool_call(call: mainspring.ToolCall, args: Any, agent: mainspring.Agent) -> Block | None:
-    """Block a call whose path arguments leave the workspace, or whose shell command a
-    deny rule matches; allow everything else."""
+def before_tool_call(
+    call: mainspring.ToolCall, args: Any, agent: mainspring.Agent
+) -> Block | Ask | None:
+    """``Block`` a call whose path arguments leave the workspace, or whose shell command a
+    deny rule matches; else ``Ask`` about a call a path or shell ask rule matches (the
+    reason names the rule and what it matched); allow everything else. Every deny check
+    runs before any ask rule, so a deny always wins; a ``Block`` from another gate wins
+    over this ``Ask`` too (the kernel's rule)."""
     policy, _ = _policy(agent)
     if policy.sandbox:
         reason = path_violation(policy, args)
         if reason:
             return Block(reason)
-    if policy.shell:
-        reason = command_violation(policy, call.name, args)
+    denied, asked = command_rules(policy, call.name, args) if policy.shell else (None, None)
+    if denied:
+        return Block(denied)
+    if policy.sandbox:
+        reason = path_question(policy, call.name, args)
         if reason:
-            return Block(reason)
-    return None
+            return Ask(reason)
+    return Ask(asked) if asked else None
 
 
 @hookimpl(trylast=True)

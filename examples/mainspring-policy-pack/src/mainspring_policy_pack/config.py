@@ -6,9 +6,9 @@ merge rules are in ``default_policy.toml`` (:data:`DEFAULT_POLICY_TOML`), which 
 reference for every key.
 
 Every problem is a :class:`PolicyError` naming the file and the key: an unreadable file,
-invalid TOML, an unknown table or key, a wrong type, a duplicate or unknown rule name, an
-invalid regular expression (or one RE2 cannot run: see :mod:`.regex`), a workspace that
-is not a directory. The plugin raises it from
+invalid TOML, an unknown table or key, a wrong type, a duplicate or unknown rule name (deny
+and ask rules of a section share one namespace), an invalid regular expression (or one
+RE2 cannot run: see :mod:`.regex`), a workspace that is not a directory. The plugin raises it from
 ``register_tools``, so the agent refuses to start (``PluginLoadError``) rather than run with
 a policy other than the one its author wrote.
 """
@@ -23,15 +23,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from .regex import Pattern, PatternError, compile_pattern
+from .schema import FileModel, OptionsModel
 
 __all__ = [
     "CONFIG_ENV",
     "DEFAULT_POLICY_TOML",
     "WORKSPACE_ENV",
+    "AskRule",
     "DenyRule",
+    "PathAskRule",
     "Policy",
     "PolicyError",
     "RedactionRule",
@@ -54,62 +57,6 @@ class PolicyError(ValueError):
     """The policy (file or plugin options) is invalid; the message says where and why."""
 
 
-# -- the file's shape (every key optional: a file only says what it changes) --------------
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class _DenyEntry(_Strict):
-    name: str = Field(min_length=1)
-    pattern: str = Field(min_length=1)
-    reason: str = Field(min_length=1)
-
-
-class _PatternEntry(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    kind: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
-    pattern: str = Field(min_length=1)
-    check: Literal["assignment", "random"] | None = None
-
-
-class _Sandbox(_Strict):
-    enabled: bool | None = None
-    workspace: str | None = None
-    path_arguments: list[str] | None = None
-
-
-class _Shell(_Strict):
-    enabled: bool | None = None
-    tools: list[str] | None = None
-    command_arguments: list[str] | None = None
-    use_defaults: bool = True
-    disable: list[str] = Field(default_factory=list)
-    deny: list[_DenyEntry] = Field(default_factory=list)
-
-
-class _Redaction(_Strict):
-    results: bool | None = None
-    context: bool | None = None
-    use_defaults: bool = True
-    disable: list[str] = Field(default_factory=list)
-    patterns: list[_PatternEntry] = Field(default_factory=list)
-
-
-class _File(_Strict):
-    sandbox: _Sandbox = Field(default_factory=_Sandbox)
-    shell: _Shell = Field(default_factory=_Shell)
-    redaction: _Redaction = Field(default_factory=_Redaction)
-
-
-class _Options(_Strict):
-    """``plugin_options["mainspring-policy-pack"]``."""
-
-    config: str | None = None
-    workspace: str | None = None
-
-
 # -- the effective policy -----------------------------------------------------------------
 
 
@@ -120,6 +67,29 @@ class DenyRule:
     name: str
     regex: Pattern
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AskRule:
+    """A shell-command ask rule: ``regex`` found in a command makes the call wait for an
+    approver (``Ask``), unless a deny rule blocks it."""
+
+    name: str
+    regex: Pattern
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PathAskRule:
+    """A path ask rule: the call waits for an approver when ``regex`` finds a path
+    argument (``when="matches"``) or fails to (``when="does-not-match"``), the path taken
+    relative to the workspace. ``tools``: the tools it applies to (``None``: every tool)."""
+
+    name: str
+    regex: Pattern
+    reason: str
+    tools: frozenset[str] | None
+    when: Literal["matches", "does-not-match"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +115,8 @@ class Policy:
     shell_tools: frozenset[str]
     command_arguments: tuple[str, ...]
     deny_rules: tuple[DenyRule, ...]
+    ask_rules: tuple[AskRule, ...]
+    path_ask_rules: tuple[PathAskRule, ...]
     redact_results: bool
     redact_context: bool
     redaction_rules: tuple[RedactionRule, ...]
@@ -152,17 +124,22 @@ class Policy:
     def weakened(self) -> list[str]:
         """What this policy turns off that the default policy has on, one phrase each
         (empty for a policy at least as strict as the default): a part switched off, or
-        default rules or patterns dropped."""
+        default rules or patterns dropped (ask rules included: a call a default rule would
+        have put to an approver runs without one)."""
         off = []
         if not self.sandbox:
             off.append("the workspace sandbox (sandbox.enabled = false)")
         if not self.shell:
-            off.append("the shell deny rules (shell.enabled = false)")
+            off.append("the shell deny rules and ask rules (shell.enabled = false)")
         else:
-            names = {rule.name for rule in self.deny_rules}
-            dropped = [entry.name for entry in _DEFAULTS.shell.deny if entry.name not in names]
-            if dropped:
-                off.append(f"the default shell deny rules {', '.join(dropped)}")
+            for kind, rules, defaults in (
+                ("deny", self.deny_rules, _DEFAULTS.shell.deny),
+                ("ask", self.ask_rules, _DEFAULTS.shell.ask),
+            ):
+                names = {rule.name for rule in rules}
+                dropped = [entry.name for entry in defaults if entry.name not in names]
+                if dropped:
+                    off.append(f"the default shell {kind} rules {', '.join(dropped)}")
         if not self.redact_results:
             off.append("secret redaction in tool results (redaction.results = false)")
         if not self.redact_context:
@@ -182,13 +159,13 @@ def _problems(error: ValidationError) -> str:
     )
 
 
-def _parse(text: str, where: str) -> _File:
+def _parse(text: str, where: str) -> FileModel:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise PolicyError(f"{where} is not valid TOML: {error}") from None
     try:
-        return _File.model_validate(data)
+        return FileModel.model_validate(data)
     except ValidationError as error:
         raise PolicyError(f"{where} is invalid: {_problems(error)}") from None
 
@@ -201,33 +178,42 @@ def _compile(pattern: str, what: str, where: str) -> Pattern:
 
 
 def _merge_named(
-    defaults: list[Any],
-    own: list[Any],
+    groups: list[tuple[list[Any], list[Any]]],
     use_defaults: bool,
     disable: list[str],
-    what: str,
+    section: str,
     where: str,
-) -> list[Any]:
-    """The default entries (less those disabled) followed by the file's own."""
-    known = {entry.name for entry in defaults}
+) -> list[list[Any]]:
+    """For each ``(defaults, own)`` group of a section (its deny and ask rules, or its
+    patterns): the default entries (less those disabled) followed by the file's own.
+    Names are one namespace across the groups, so ``disable`` and a reason naming a
+    rule are never ambiguous."""
+    known = {entry.name for defaults, _ in groups for entry in defaults}
     unknown = sorted(set(disable) - known)
     if unknown:
         raise PolicyError(
-            f"{where}: {what}.disable names no default entry: {', '.join(unknown)} "
+            f"{where}: {section}.disable names no default entry: {', '.join(unknown)} "
             f"(defaults: {', '.join(sorted(known))})"
         )
-    kept = [entry for entry in defaults if entry.name not in disable] if use_defaults else []
-    merged = [*kept, *own]
-    names = [entry.name for entry in merged]
+    merged = [
+        [
+            *([entry for entry in defaults if entry.name not in disable] if use_defaults else []),
+            *own,
+        ]
+        for defaults, own in groups
+    ]
+    names = [entry.name for group in merged for entry in group]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-        raise PolicyError(f"{where}: {what} has two entries named {', '.join(duplicates)}")
+        raise PolicyError(f"{where}: {section} has two entries named {', '.join(duplicates)}")
     return merged
 
 
 _DEFAULTS = _parse(DEFAULT_POLICY_TOML, "the default policy")
 for _rule in _DEFAULTS.shell.deny:  # a broken default fails the import
     _compile(_rule.pattern, f"deny rule {_rule.name!r}", "the default policy")
+for _rule in [*_DEFAULTS.shell.ask, *_DEFAULTS.sandbox.ask]:
+    _compile(_rule.pattern, f"ask rule {_rule.name!r}", "the default policy")
 for _pattern in _DEFAULTS.redaction.patterns:
     _compile(_pattern.pattern, f"redaction pattern {_pattern.name!r}", "the default policy")
 
@@ -245,7 +231,7 @@ def _read(path: str) -> str:
 
 
 def _workspace(
-    file: _File, options: _Options, base: Path | None, env: Mapping[str, str], where: str
+    file: FileModel, options: OptionsModel, base: Path | None, env: Mapping[str, str], where: str
 ) -> Path:
     if file.sandbox.workspace is not None:
         root = Path(file.sandbox.workspace).expanduser()
@@ -273,30 +259,31 @@ def load_policy(
     """
     env = os.environ if environ is None else environ
     try:
-        opts = _Options.model_validate(dict(options or {}))
+        opts = OptionsModel.model_validate(dict(options or {}))
     except ValidationError as error:
         raise PolicyError(
             f"invalid mainspring-policy-pack plugin options: {_problems(error)}"
         ) from None
     path = opts.config or env.get(CONFIG_ENV) or None
     if path is None:
-        file, where, base = _File(), "the default policy", None
+        file, where, base = FileModel(), "the default policy", None
     else:
         where = f"the policy file {path}"
         file = _parse(_read(path), where)
         base = Path(path).resolve().parent
     defaults = _DEFAULTS
-    deny = _merge_named(
-        defaults.shell.deny,
-        file.shell.deny,
+    deny, ask = _merge_named(
+        [(defaults.shell.deny, file.shell.deny), (defaults.shell.ask, file.shell.ask)],
         file.shell.use_defaults,
         file.shell.disable,
-        "shell.deny",
+        "shell",
         where,
     )
-    patterns = _merge_named(
-        defaults.redaction.patterns,
-        file.redaction.patterns,
+    (path_ask,) = _merge_named(
+        [(defaults.sandbox.ask, file.sandbox.ask)], True, [], "sandbox.ask", where
+    )
+    (patterns,) = _merge_named(
+        [(defaults.redaction.patterns, file.redaction.patterns)],
         file.redaction.use_defaults,
         file.redaction.disable,
         "redaction.patterns",
@@ -325,6 +312,22 @@ def load_policy(
                 entry.reason,
             )
             for entry in deny
+        ),
+        ask_rules=tuple(
+            AskRule(
+                entry.name, _compile(entry.pattern, f"ask rule {entry.name!r}", where), entry.reason
+            )
+            for entry in ask
+        ),
+        path_ask_rules=tuple(
+            PathAskRule(
+                entry.name,
+                _compile(entry.pattern, f"path ask rule {entry.name!r}", where),
+                entry.reason,
+                None if entry.tools is None else frozenset(entry.tools),
+                entry.when,
+            )
+            for entry in path_ask
         ),
         redact_results=pick(file.redaction.results, defaults.redaction.results),
         redact_context=pick(file.redaction.context, defaults.redaction.context),

@@ -1,8 +1,11 @@
-"""The two gate rules: the workspace sandbox for path arguments, and shell deny rules.
+"""The gate rules: the workspace sandbox for path arguments, shell deny rules, and the
+ask rules of both (a call that needs a person's approval).
 
-Both look at the *validated* arguments the tool will run with (a pydantic model instance
+All look at the *validated* arguments the tool will run with (a pydantic model instance
 for ``@tool`` functions, a dict for JSON-Schema tools), by argument name: a field's name or
-its alias.
+its alias. Each returns the reason for its decision, or ``None``; the plugin turns a deny
+reason into ``Block`` and an ask reason into ``Ask``, and checks every deny rule before
+any ask rule, so a call that a deny rule matches is blocked whatever an ask rule says.
 """
 
 from __future__ import annotations
@@ -18,7 +21,18 @@ from pydantic import BaseModel
 
 from .config import Policy
 
-__all__ = ["arguments", "command_violation", "path_problem", "path_violation"]
+__all__ = [
+    "arguments",
+    "command_question",
+    "command_rules",
+    "command_violation",
+    "path_problem",
+    "path_question",
+    "path_violation",
+]
+
+_SHOWN = 120
+"""Characters of a matched command shown in an ask reason."""
 
 
 def arguments(args: Any) -> Iterator[tuple[str, Any]]:
@@ -59,8 +73,9 @@ def path_problem(value: str, workspace: Path) -> str | None:
     return f"resolves through a symlink to {real}, outside the workspace {root}"
 
 
-def path_violation(policy: Policy, args: Any) -> str | None:
-    """The Block reason for the first path argument that leaves the workspace."""
+def _paths(policy: Policy, args: Any) -> Iterator[tuple[str, str]]:
+    """``(argument name, path)`` for every path argument (a string, a path, or a list of
+    them)."""
     for name, value in arguments(args):
         if name not in policy.path_arguments:
             continue
@@ -68,11 +83,67 @@ def path_violation(policy: Policy, args: Any) -> str | None:
         for item in values:
             if isinstance(item, os.PathLike):
                 item = os.fspath(item)
-            if not isinstance(item, str):
+            if isinstance(item, str):
+                yield name, item
+
+
+def path_violation(policy: Policy, args: Any) -> str | None:
+    """The Block reason for the first path argument that leaves the workspace."""
+    for name, item in _paths(policy, args):
+        problem = path_problem(item, policy.workspace)
+        if problem:
+            return f"sandbox: path argument {name!r} ({item!r}) {problem}"
+    return None
+
+
+def _relative(path: str, root: str) -> str:
+    """``path`` relative to ``root``, ``/``-separated; ``.`` for ``root`` itself."""
+    relative = os.path.relpath(path, root)
+    return relative if os.sep == "/" else relative.replace(os.sep, "/")
+
+
+def workspace_spellings(value: str, workspace: Path) -> list[str]:
+    """The workspace-relative spellings of ``value`` (a path inside the workspace): as
+    written but lexically normalised (``./a/./b/../c`` is ``a/c``, the workspace itself
+    ``.``), and resolved through symlinks, when that differs."""
+    root = os.fspath(workspace)
+    given = Path(value)
+    joined = given if given.is_absolute() else workspace / given
+    spellings = [_relative(os.path.normpath(joined), root)]
+    resolved = _relative(os.path.realpath(joined), root)
+    if resolved not in spellings:
+        spellings.append(resolved)
+    return spellings
+
+
+def path_question(policy: Policy, tool_name: str, args: Any) -> str | None:
+    """The Ask reason of the first path ask rule that applies to ``tool_name`` and to one
+    of its path arguments, or ``None``. A path is taken relative to the workspace, both as
+    written and resolved through symlinks; a ``"matches"`` rule asks when either spelling
+    matches, a ``"does-not-match"`` rule when either does not (so a symlink can neither
+    hide a path from a rule nor smuggle one past it). Call it only for calls
+    :func:`path_violation` allowed: their paths are inside the workspace."""
+    rules = [r for r in policy.path_ask_rules if r.tools is None or tool_name in r.tools]
+    if not rules:
+        return None
+    for name, item in _paths(policy, args):
+        spellings = [
+            s.encode("utf-8", "surrogatepass") for s in workspace_spellings(item, policy.workspace)
+        ]
+        for rule in rules:
+            found = [rule.regex.search(spelling) is not None for spelling in spellings]
+            if rule.when == "matches" and any(found):
+                shown = spellings[found.index(True)].decode("utf-8", "replace")
+                how = f"{shown!r} matches its pattern"
+            elif rule.when == "does-not-match" and not all(found):
+                shown = spellings[found.index(False)].decode("utf-8", "replace")
+                how = f"{shown!r} does not match its pattern"
+            else:
                 continue
-            problem = path_problem(item, policy.workspace)
-            if problem:
-                return f"sandbox: path argument {name!r} ({item!r}) {problem}"
+            return (
+                f"path argument {name!r} ({item!r}) needs approval by rule {rule.name!r}: "
+                f"{rule.reason} ({how})"
+            )
     return None
 
 
@@ -127,20 +198,52 @@ def _variants(command: str) -> list[str]:
     return variants
 
 
-def command_violation(policy: Policy, tool_name: str, args: Any) -> str | None:
-    """The Block reason if ``tool_name`` is a shell tool and a deny rule matches one of
-    its commands. The rules are RE2 patterns, so this takes time linear in the length of
-    the commands."""
+def _shown(matched: bytes) -> str:
+    text = " ".join(matched.decode("utf-8", "replace").split())
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+
+
+def command_rules(policy: Policy, tool_name: str, args: Any) -> tuple[str | None, str | None]:
+    """``(deny reason, ask reason)`` for a call: the reason of the first deny rule that
+    matches one of its commands, else ``None`` and the reason of the first ask rule that
+    does (naming the rule and the text it matched), else ``(None, None)``; always that
+    for a tool that is not a shell tool. Each command is checked as written and in its
+    normalised variants (see :func:`_variants`). The rules are RE2 patterns, so this takes
+    time linear in the length of the commands."""
     if tool_name not in policy.shell_tools:
-        return None
+        return None, None
     pairs = list(arguments(args))
     commands = [v for k, v in pairs if k in policy.command_arguments and isinstance(v, str)]
     if not commands:  # a shell tool with an unexpected schema: check every string
         commands = [value for _, value in pairs if isinstance(value, str)]
-    for command in commands:
-        # encoded once per variant: RE2 would otherwise encode the text for every rule
-        encoded = [variant.encode("utf-8", "surrogatepass") for variant in _variants(command)]
+    # encoded once per variant: RE2 would otherwise encode the text for every rule
+    encoded = [
+        [variant.encode("utf-8", "surrogatepass") for variant in _variants(command)]
+        for command in commands
+    ]
+    for variants in encoded:
         for rule in policy.deny_rules:
-            if any(rule.regex.search(variant) is not None for variant in encoded):
-                return f"shell command denied by rule {rule.name!r}: {rule.reason}"
-    return None
+            if any(rule.regex.search(variant) is not None for variant in variants):
+                return f"shell command denied by rule {rule.name!r}: {rule.reason}", None
+    for variants in encoded:
+        for ask in policy.ask_rules:
+            for variant in variants:
+                match = ask.regex.search(variant)
+                if match is not None:
+                    return None, (
+                        f"shell command needs approval by rule {ask.name!r}: {ask.reason} "
+                        f"(matched {_shown(match.group(0))!r})"
+                    )
+    return None, None
+
+
+def command_violation(policy: Policy, tool_name: str, args: Any) -> str | None:
+    """The Block reason if ``tool_name`` is a shell tool and a deny rule matches one of
+    its commands (see :func:`command_rules`)."""
+    return command_rules(policy, tool_name, args)[0]
+
+
+def command_question(policy: Policy, tool_name: str, args: Any) -> str | None:
+    """The Ask reason if ``tool_name`` is a shell tool, no deny rule matches its commands
+    and an ask rule does (see :func:`command_rules`)."""
+    return command_rules(policy, tool_name, args)[1]
