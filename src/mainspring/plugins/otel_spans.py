@@ -1,46 +1,25 @@
 """The spans of one traced run, built from its events (imports ``opentelemetry-api``).
 
-- ``invoke_agent`` (or ``invoke_agent {agent_name}``), kind INTERNAL, from
-  ``agent_start`` to ``agent_end``; a child of whatever span is current where the run was
-  started. Attributes: ``gen_ai.operation.name``, ``gen_ai.provider.name``,
-  ``gen_ai.request.model``, ``gen_ai.agent.name`` (if named), ``mainspring.run_id``,
-  ``mainspring.end_reason``, ``mainspring.turns``, and the run's total
-  ``gen_ai.usage.input_tokens`` / ``output_tokens``. Span events: ``mainspring.retry``,
-  ``mainspring.compaction``, ``mainspring.steering`` (a steered or follow-up message
-  joined the run), ``mainspring.hook_error``, ``mainspring.abort``. Status ERROR with
-  ``error.type`` ``error`` or ``aborted`` when the run ended so.
-- ``chat {model}``, kind CLIENT, one per request attempt: from when the kernel starts
+``docs/tracing.md`` lists every span, attribute and span event. In short:
+
+- ``invoke_agent`` (``invoke_agent {agent_name}``), INTERNAL, ``agent_start`` to
+  ``agent_end``, a child of whatever span is current where the run was started; run
+  totals of tokens; span events for retries, compactions, steering, hook errors, aborts.
+- ``chat {model}``, CLIENT, one per request attempt: from when the kernel starts
   preparing the request (after any compaction) to the reply's ``message_end``; an
   attempt that failed before streaming ends at its ``retry`` (or at the overflow
-  compaction it causes). ``gen_ai.operation.name=chat``, ``gen_ai.provider.name``,
-  ``gen_ai.request.model``, ``gen_ai.response.id`` (when the provider gave one),
-  ``gen_ai.response.model`` (when it differs from the requested one),
-  ``gen_ai.response.finish_reasons``, ``gen_ai.usage.input_tokens`` (cache reads and
-  writes included) / ``output_tokens``, ``gen_ai.usage.cache_read.input_tokens`` /
-  ``cache_creation.input_tokens`` when non-zero, ``mainspring.request.attempt`` on a
-  retried attempt (1, 2…). ``error.type``: ``provider_error``, ``context_overflow`` or
-  ``aborted``.
-- ``execute_tool {name}``, kind INTERNAL, from ``tool_execution_start`` to
-  ``tool_execution_end`` (parallel calls overlap): ``gen_ai.operation.name=execute_tool``,
-  ``gen_ai.tool.name``, ``gen_ai.tool.call.id``. A call a gate blocked has a
-  ``mainspring.tool.blocked`` span event naming the plugin. ``error.type``: ``blocked``,
-  ``aborted``, ``timeout`` or ``tool_error``.
+  compaction it causes).
+- ``execute_tool {name}``, INTERNAL, ``tool_execution_start`` to ``tool_execution_end``
+  (parallel calls overlap).
 
 Chat and tool spans are handed to the tracer when they end, with their true start time
 and every attribute at once (a span processor's ``on_start`` sees them then); attributes
 are few on purpose: with the SDK each costs about a microsecond per span
-(``bench/otel.py``). Turns are counted on the run span; a child's turn is its place in
-the timeline.
-
-With content capture on, and only then: ``gen_ai.system_instructions`` on the run span;
-``gen_ai.input.messages`` (the request's messages after its last assistant message, as
-the last ``transform_context`` left them) and ``gen_ai.output.messages`` on chat spans;
-``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result`` on tool spans; error
-texts as status descriptions; the reasons of blocks and the errors of hook failures.
-
-While the run is traced its span is the current OpenTelemetry context of the run's task
-(so spans that providers and tools open are its children), and its ``trace_id`` and
-``span_id`` are bound to structlog's context, so every log line of the run carries them.
+(``bench/otel.py``). Content (messages, arguments, results, error texts, block reasons)
+is recorded only with capture on. While the run is traced its span is the current
+OpenTelemetry context of the run's task (spans that providers and tools open are its
+children), and its ``trace_id`` and ``span_id`` are bound in structlog's context, so
+every log line of the run carries them.
 """
 
 from __future__ import annotations
