@@ -115,8 +115,9 @@ async def progress(steps: int, ctx: Context) -> str:
 
 
 @server.tool()
-async def slow(seconds: float) -> str:
-    """Sleep, noting a cancellation."""
+async def slow(seconds: float, ctx: Context) -> str:
+    """Report that it started, sleep, and note a cancellation."""
+    await ctx.report_progress(0, None, "started")
     try:
         await asyncio.sleep(seconds)
     except asyncio.CancelledError:

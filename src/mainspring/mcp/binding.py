@@ -87,9 +87,13 @@ class _Binding:
         return found
 
     async def close(self) -> None:
+        """Release every connection (on the runtime loop, whichever loop calls this)."""
         if self.closed:
             return
         self.closed = True
+        await runtime.call(self._release_all())
+
+    async def _release_all(self) -> None:
         for connection in self.connections.values():
             connection.listeners.discard(self.refresh)
             await release(connection)
@@ -167,8 +171,9 @@ def bind(agent: Agent, servers: dict[str, McpServerSettings]) -> list[Tool]:
 def _release_later(binding: _Binding) -> None:
     if not binding.closed:
         # when the runtime is gone, interpreter exit ends the servers
+        binding.closed = True
         with contextlib.suppress(RuntimeError):
-            runtime.submit(binding.close())
+            runtime.submit(binding._release_all())
 
 
 def status() -> list[dict[str, Any]]:

@@ -26,9 +26,10 @@ from typing import Any, TextIO
 
 import anyio
 import mcp_types as types
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
+
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
 from ..logs import get_logger
 from ..settings import McpServerSettings
@@ -39,9 +40,9 @@ __all__ = ["Connection", "ServerFailure", "acquire", "connections", "release", "
 _log = get_logger(__name__)
 
 _STDERR_TAIL = 2_000
-_BACKOFF_FIRST_S = 0.5
+_BACKOFF_FIRST_S = 1.0
 _BACKOFF_MAX_S = 30.0
-_STOP_S = 3.0
+_STOP_S = 5.0
 
 
 class ServerFailure(Exception):
@@ -75,6 +76,7 @@ class Connection:
         self._stderr: TextIO | None = None
         self._failures = 0
         self._retry_at = 0.0
+        self._relist: asyncio.Task[None] | None = None
 
     # -- lifecycle (runtime loop) ---------------------------------------------------------
 
@@ -103,6 +105,8 @@ class Connection:
 
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
         began = time.perf_counter()
+        if self._stderr is not None:
+            self._stderr.close()
         stderr = self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         try:
             async with AsyncExitStack() as stack:
@@ -178,23 +182,30 @@ class Connection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
-            session = self._session
-            if session is not None:
-                version = self.tools_version
-                try:
-                    await self._list_tools(session)
-                except Exception as error:
-                    _log.warning("mcp_list_tools_failed", server=self.name, error=str(error))
-                if self.tools_version != version:
-                    for listener in list(self.listeners):
-                        listener()
+            self._relist = asyncio.get_running_loop().create_task(self._refresh())
         elif isinstance(message, Exception):
             _log.debug("mcp_transport_error", server=self.name, error=str(message))
+
+    async def _refresh(self) -> None:
+        """List the tools again and tell the listeners (the agents) if they changed."""
+        session = self._session
+        if session is None:
+            return
+        version = self.tools_version
+        try:
+            await self._list_tools(session)
+        except Exception as error:
+            _log.warning("mcp_list_tools_failed", server=self.name, error=str(error))
+        if self.tools_version != version:
+            for listener in list(self.listeners):
+                listener()
 
     def _failed(self, reason: str) -> None:
         self.state = "failed"
         self._failures += 1
-        delay = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** (self._failures - 1))
+        # the first failure is retried by the next call; repeated ones wait longer each time
+        delay = 0.0 if self._failures == 1 else _BACKOFF_FIRST_S * 2 ** (self._failures - 2)
+        delay = min(_BACKOFF_MAX_S, delay)
         self._retry_at = time.monotonic() + delay
         tail = self.stderr_tail()
         self.error = f'MCP server "{self.name}" {reason}' + (
@@ -220,6 +231,8 @@ class Connection:
         owner, stop = self._owner, self._stop
         if owner is None or owner.done():
             self.state = "stopped" if self.state != "failed" else self.state
+            if self._stderr is not None:
+                self._stderr.close()
             return
         self.state = "stopped"
         if stop is not None:
@@ -261,6 +274,10 @@ class Connection:
                 await self._crashed("exited or closed the connection during the call")
                 raise ServerFailure(self.error) from None
             raise
+        relist = self._relist
+        if relist is not None and not relist.done():
+            # the server changed its tools during the call: agents learn it before the result
+            await asyncio.shield(relist)
         if not isinstance(result, types.CallToolResult):
             raise ServerFailure(f"unexpected reply to tools/call: {type(result).__name__}")
         return result
@@ -290,6 +307,9 @@ async def acquire(name: str, settings: McpServerSettings) -> Connection:
     connection = _connections.get(key)
     if connection is None:
         connection = _connections[key] = Connection(key, name, settings)
+    elif connection.users == 0:
+        # nobody holds it: the newest settings (deadlines, startup) apply from now on
+        connection.name, connection.settings = name, settings
     connection.users += 1
     return connection
 
