@@ -11,14 +11,14 @@ Installed, it guards every agent with four things:
    ``rm -rf /`` (also ``//``, ``/./``, ``/tmp/../``), ``cd / && rm -rf *``,
    ``curl ... | sh``, ``sudo``, writes under ``/etc``, disk wipes, fork bombs of any
    function name... (``before_tool_call``)
-4. **Ask rules** next to the deny rules: a shell command an ask rule matches (by default
+3. **Ask rules** next to the deny rules: a shell command an ask rule matches (by default
    ``git push``, forced or not), or a path argument a path ask rule matches (or, with
    ``when = "does-not-match"``, fails to), is put to an approver: the gate returns
    ``Ask(reason)``, the reason naming the rule and what it matched, and the call runs only
    if a ``request_approval`` implementation or ``agent.approve()`` allows it. With no
    approver configured the kernel blocks it at once (``decided_by="no_approver"``). A
    deny rule or the sandbox always wins over an ask rule. (``before_tool_call``)
-3. **Secret redaction**: token shapes (``sk-...``, ``AKIA...``, ``ghp_...``, ``hf_...``,
+4. **Secret redaction**: token shapes (``sk-...``, ``AKIA...``, ``ghp_...``, ``hf_...``,
    JWTs...), private keys (also key lines without their BEGIN line), credentials in URLs
    and ``Authorization`` headers, ``.env``/config assignments (``DB_PASSWORD=...``,
    ``GITHUB_TOKEN=...``) and the like become ``[REDACTED:<kind>]`` in tool results
@@ -36,10 +36,9 @@ asked call gets a ``tool_approval_request`` naming ``mainspring-policy-pack``, t
 
 **Switched off, it says so.** A policy that turns off a part the default has on (the
 sandbox, the shell rules, result or context redaction) or drops default rules (deny or ask)
-or patterns
-is logged when the agent is built: a WARNING from the ``mainspring.policy_pack`` logger
-naming each (:meth:`Policy.weakened`). To make sure the pack is loaded at all, list it in
-the kernel's ``required_plugins`` setting.
+or patterns is logged when the agent is built: a WARNING from the
+``mainspring.policy_pack`` logger naming each (:meth:`Policy.weakened`). To make sure the
+pack is loaded at all, list it in the kernel's ``required_plugins`` setting.
 
 **Configuration.** The policy file is ``plugin_options["mainspring-policy-pack"]
 ["config"]``, else ``$MAINSPRING_POLICY_FILE``; without one the documented default policy
@@ -63,9 +62,9 @@ else the current directory when the agent is built.
   So this pack catches its own failures there and raises ``StopRun`` instead: the run
   stops rather than leaking.
 
-Hook order: the gate is ``tryfirst`` (the policy decides before any other gate, such as an
-interactive approval, is asked); the redactors are ``trylast`` (they see, and clean, what
-every other plugin produced).
+Hook order: the gate is ``tryfirst`` (the policy decides before other gates are asked;
+approvers are asked only after every gate, and only if none blocked); the redactors are
+``trylast`` (they see, and clean, what every other plugin produced).
 """
 
 from __future__ import annotations
