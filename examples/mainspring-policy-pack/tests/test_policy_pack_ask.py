@@ -3,7 +3,8 @@
 Each case is a full agent run (``scripted_run``): the pack asks (``Ask``, the
 ``tool_approval_request`` event naming the pack, the rule and what matched), an in-process
 approver allows or refuses, or there is none and the kernel blocks at once. Deny rules and
-the sandbox win over ask rules; broken ask rules stop the agent from starting.
+the sandbox win over ask rules; broken ask rules stop the agent from starting
+(``test_policy_pack_config.py``).
 """
 
 from __future__ import annotations
@@ -17,18 +18,16 @@ import mainspring_policy_pack
 import pytest
 
 from mainspring import (
-    Agent,
     Approval,
     ApprovalRequest,
     Ask,
     Block,
-    PluginLoadError,
     Settings,
     ToolCall,
     hookimpl,
 )
 from mainspring import tool as make_tool
-from mainspring.testing import FauxProvider, ScriptedRun, faux, scripted_run
+from mainspring.testing import ScriptedRun, faux, scripted_run
 
 PLUGIN = "mainspring-policy-pack"
 
@@ -350,70 +349,3 @@ async def test_the_sandbox_wins_over_a_path_ask_rule(tmp_path: Path, policy_file
     assert (decision.decision, decision.plugin) == ("block", PLUGIN)
     assert decision.reason.startswith("sandbox: ")
     assert approver.asked == [] and executed == []
-
-
-# -- broken ask rules stop the agent from starting ----------------------------------------------
-
-BROKEN = [
-    (
-        '[[shell.ask]]\nname = "x"\npattern = "("\nreason = "r"\n',
-        "ask rule 'x' has an invalid regular expression",
-    ),
-    (
-        '[[shell.ask]]\nname = "x"\npattern = \'(?<!no )push\'\nreason = "r"\n',
-        "ask rule 'x' has an invalid regular expression: a negative lookbehind",
-    ),
-    ('[[shell.ask]]\nname = "x"\npattern = "push"\n', "shell.ask.0.reason: Field required"),
-    (
-        '[[shell.ask]]\nname = "x"\npatern = "push"\nreason = "r"\n',
-        "shell.ask.0.patern: Extra inputs are not permitted",
-    ),
-    (
-        '[[shell.ask]]\nname = "git-push"\npattern = "push"\nreason = "r"\n',
-        "shell has two entries named git-push",
-    ),
-    (
-        '[[shell.deny]]\nname = "same"\npattern = "a"\nreason = "r"\n'
-        '[[shell.ask]]\nname = "same"\npattern = "b"\nreason = "r"\n',
-        "shell has two entries named same",
-    ),
-    ('[shell]\ndisable = ["git-pull"]\n', "shell.disable names no default entry: git-pull"),
-    (
-        '[[sandbox.ask]]\nname = "x"\npattern = "a"\nreason = "r"\nwhen = "outside"\n',
-        "sandbox.ask.0.when",
-    ),
-    (
-        '[[sandbox.ask]]\nname = "x"\npattern = "a"\nreason = "r"\ntools = "write"\n',
-        "sandbox.ask.0.tools",
-    ),
-    (
-        '[[sandbox.ask]]\nname = "x"\npattern = \'(a)\\1\'\nreason = "r"\n',
-        "path ask rule 'x' has an invalid regular expression: a backreference",
-    ),
-    (
-        '[[sandbox.ask]]\nname = "x"\npattern = "a"\nreason = "r"\n'
-        '[[sandbox.ask]]\nname = "x"\npattern = "b"\nreason = "r"\n',
-        "sandbox.ask has two entries named x",
-    ),
-]
-
-
-@pytest.mark.parametrize(("text", "message"), BROKEN, ids=[m for _, m in BROKEN])
-def test_a_broken_ask_rule_stops_the_agent(
-    tmp_path: Path, policy_file: Any, text: str, message: str
-) -> None:
-    path = policy_file(text)
-    options = {"config": str(path), "workspace": str(tmp_path)}
-
-    with pytest.raises(PluginLoadError) as caught:
-        Agent(
-            model="faux:test",
-            provider=FauxProvider([]),
-            plugins=[mainspring_policy_pack],
-            autoload=False,
-            settings=Settings(plugin_options={PLUGIN: options}),
-        )
-
-    assert caught.value.plugin == PLUGIN
-    assert message in str(caught.value)
-    assert str(path) in str(caught.value)

@@ -180,6 +180,47 @@ BROKEN = [
         "redaction pattern 'x' has an invalid regular expression: a backreference",
     ),
     ('[[redaction.patterns]]\nname = "x"\npattern = "y"\ncheck = "maybe"\n', "check"),
+    # ask rules
+    (
+        '[[shell.ask]]\nname = "x"\npattern = "("\nreason = "r"\n',
+        "ask rule 'x' has an invalid regular expression",
+    ),
+    (
+        '[[shell.ask]]\nname = "x"\npattern = \'(?<!no )push\'\nreason = "r"\n',
+        "ask rule 'x' has an invalid regular expression: a negative lookbehind",
+    ),
+    ('[[shell.ask]]\nname = "x"\npattern = "push"\n', "shell.ask.0.reason: Field required"),
+    (
+        '[[shell.ask]]\nname = "x"\npatern = "push"\nreason = "r"\n',
+        "shell.ask.0.patern: Extra inputs are not permitted",
+    ),
+    (
+        '[[shell.ask]]\nname = "git-push"\npattern = "push"\nreason = "r"\n',
+        "shell has two entries named git-push",
+    ),
+    (
+        '[[shell.deny]]\nname = "same"\npattern = "a"\nreason = "r"\n'
+        '[[shell.ask]]\nname = "same"\npattern = "b"\nreason = "r"\n',
+        "shell has two entries named same",
+    ),
+    ('[shell]\ndisable = ["git-pull"]\n', "shell.disable names no default entry: git-pull"),
+    (
+        '[[sandbox.ask]]\nname = "x"\npattern = "a"\nreason = "r"\nwhen = "outside"\n',
+        "sandbox.ask.0.when",
+    ),
+    (
+        '[[sandbox.ask]]\nname = "x"\npattern = "a"\nreason = "r"\ntools = "write"\n',
+        "sandbox.ask.0.tools",
+    ),
+    (
+        '[[sandbox.ask]]\nname = "x"\npattern = \'(a)\\1\'\nreason = "r"\n',
+        "path ask rule 'x' has an invalid regular expression: a backreference",
+    ),
+    (
+        '[[sandbox.ask]]\nname = "x"\npattern = "a"\nreason = "r"\n'
+        '[[sandbox.ask]]\nname = "x"\npattern = "b"\nreason = "r"\n',
+        "sandbox.ask has two entries named x",
+    ),
 ]
 
 
