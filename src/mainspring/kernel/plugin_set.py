@@ -180,9 +180,8 @@ class KernelManager(pluggy.PluginManager):
         known = memo.get(name)
         if known is None or known[0] is not value:
             known = memo[name] = (value, super().parse_hookimpl_opts(plugin, name))
-        opts = known[1]
-        # pluggy normalises the options in place: hand out a copy
-        return None if opts is None else pluggy.HookimplOpts(**opts)
+        # the options dict pluggy keeps on the function itself, as pluggy hands it out
+        return known[1]
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
         """Register ``plugin``; after loading, validate it and list it in the plugin set."""

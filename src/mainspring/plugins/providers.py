@@ -16,6 +16,7 @@ connection and starts no server; that happens on its first request.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Any, final
 
 from ..hookspecs import hookimpl
@@ -88,31 +89,22 @@ def _faux() -> Any:
     return FauxProvider()
 
 
-def _openai(options: dict[str, Any]) -> Callable[[], Any]:
-    def build() -> Any:
-        from ..providers.openai import OpenAIProvider
+def _openai(options: dict[str, Any]) -> Any:
+    from ..providers.openai import OpenAIProvider
 
-        return OpenAIProvider(**options)
-
-    return build
+    return OpenAIProvider(**options)
 
 
-def _anthropic(options: dict[str, Any]) -> Callable[[], Any]:
-    def build() -> Any:
-        from ..providers.anthropic import AnthropicProvider
+def _anthropic(options: dict[str, Any]) -> Any:
+    from ..providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(**options)
-
-    return build
+    return AnthropicProvider(**options)
 
 
-def _local(options: dict[str, Any]) -> Callable[[], Any]:
-    def build() -> Any:
-        from ..providers.local import LocalProvider
+def _local(options: dict[str, Any]) -> Any:
+    from ..providers.local import LocalProvider
 
-        return LocalProvider(**options)
-
-    return build
+    return LocalProvider(**options)
 
 
 @hookimpl(trylast=True)
@@ -122,9 +114,9 @@ def register_providers(agent: Any) -> list[Any]:
     settings = agent.settings
     return [
         LazyProvider("faux", _faux),
-        LazyProvider("openai", _openai(_http_options(settings, "openai"))),
-        LazyProvider("anthropic", _anthropic(_http_options(settings, "anthropic"))),
-        LazyProvider("local", _local(_local_options(settings))),
+        LazyProvider("openai", partial(_openai, _http_options(settings, "openai"))),
+        LazyProvider("anthropic", partial(_anthropic, _http_options(settings, "anthropic"))),
+        LazyProvider("local", partial(_local, _local_options(settings))),
     ]
 
 
