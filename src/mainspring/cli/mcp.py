@@ -1,0 +1,84 @@
+"""``mainspring mcp``: the configured MCP servers, their state and their tools.
+
+Builds an agent as ``mainspring run`` would (so every configured server, from the config
+file, ``--mcp`` and installed plugins, is started or reused to learn its tools), prints one
+block per server (or, with ``--json``, a JSON array of ``{"server", "transport", "state",
+"start_s", "tools", "error"}``), then closes the agent, which stops the servers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from ..kernel.agent import Agent
+
+__all__ = ["add_mcp_option", "mcp_command", "server_of"]
+
+
+def add_mcp_option(parser: argparse.ArgumentParser) -> None:
+    """``--mcp NAME=COMMAND`` (repeatable): an MCP server for this invocation only."""
+    parser.add_argument(
+        "--mcp",
+        action="append",
+        default=[],
+        metavar="NAME=COMMAND",
+        help="use the MCP server NAME started by COMMAND (or at an http(s) URL) (repeatable)",
+    )
+
+
+def apply_mcp_option(values: list[str], settings: Any) -> Any:
+    """``settings`` with the ``--mcp`` servers added; ``ValueError`` for a malformed one."""
+    if not values:
+        return settings
+    from ..plugins.mcp import parse_server_option, with_servers
+
+    return with_servers(dict(parse_server_option(value) for value in values), settings)
+
+
+def server_of(tool: Any) -> str | None:
+    """The MCP server a tool comes from, or ``None`` for a native tool."""
+    server = getattr(tool, "server", None)
+    return server if isinstance(server, str) else None
+
+
+def mcp_command(agent: Agent, as_json: bool) -> int:
+    """Print the servers ``agent`` uses, their state and tools; close the agent; return 0."""
+    by_server: dict[str, list[str]] = {}
+    for tool in agent.state.tools:
+        server = server_of(tool)
+        if server is not None:
+            by_server.setdefault(server, []).append(tool.name)
+    rows: list[dict[str, Any]] = []
+    if by_server or agent.settings.mcp.servers:
+        from ..mcp import configured_servers, status
+
+        states = {row["server"]: row for row in status() if row["users"]}
+        for name, settings in configured_servers(agent).items():
+            row = states.get(name, {})
+            rows.append(
+                {
+                    "server": name,
+                    "transport": "stdio" if settings.command else "http",
+                    "target": settings.command or settings.url,
+                    "state": row.get("state", "stopped"),
+                    "start_s": row.get("start_s"),
+                    "tools": by_server.get(name, []),
+                    "error": row.get("error"),
+                }
+            )
+    asyncio.run(agent.aclose())
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no MCP servers configured (add [mcp.servers.NAME] to the config file)")
+    for row in rows:
+        started = f", started in {row['start_s']:.2f} s" if row["start_s"] else ""
+        print(f"{row['server']}  ({row['transport']}: {row['target']}; {row['state']}{started})")
+        print(f"    tools: {', '.join(row['tools']) or '-'}")
+        if row["error"]:
+            print(f"    error: {row['error']}")
+    return 0

@@ -1,0 +1,53 @@
+"""``mainspring mcp``, ``mainspring tools`` and ``mainspring run --mcp`` with the test server."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from mcp_helpers import SERVER
+
+from mainspring.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "[mcp.servers.conf]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(SERVER)}]\n"
+        'tool_prefix = "c"\n'
+        'include = ["echo", "pid"]\n'
+    )
+    monkeypatch.setenv("MAINSPRING_CONFIG", str(config))
+    monkeypatch.setenv("MAINSPRING_DISABLE_PLUGIN_AUTOLOAD", "1")
+    return config
+
+
+def test_mcp_lists_servers_state_and_tools(capsys: pytest.CaptureFixture[str]) -> None:
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(SERVER)}"
+    assert main(["mcp", "--json", "--mcp", f"extra={command}"]) == 0
+    rows = {row["server"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["conf"]["tools"] == ["c_echo", "c_pid"]
+    assert rows["conf"]["transport"] == "stdio" and rows["conf"]["state"] == "running"
+    assert "echo" in rows["extra"]["tools"] and "slow" in rows["extra"]["tools"]
+    assert main(["mcp"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("conf  (stdio: ") and "tools: c_echo, c_pid" in text
+
+
+def test_tools_names_each_tools_server(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tools", "--json"]) == 0
+    rows = {row["tool"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["c_echo"]["server"] == "conf" and rows["c_echo"]["plugin"] == "mcp"
+    assert main(["tools"]) == 0
+    assert "c_echo  [mcp, server conf]  Repeat text." in capsys.readouterr().out
+
+
+def test_a_malformed_mcp_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tools", "--mcp", "no-command"]) == 2
+    assert "--mcp takes NAME=COMMAND" in capsys.readouterr().err
