@@ -12,8 +12,11 @@ Neither writes a hypothesis database (``database=None``), so nothing lands in th
 The test files share :mod:`strategies`, :mod:`harness` and :mod:`sse_fuzz` (files next
 to this one). The suite runs with ``--import-mode=importlib`` and this directory is not a
 package, so they are loaded here by path and registered in ``sys.modules`` as
-``reliability_strategies``, ``reliability_harness`` and ``reliability_sse``; test modules
-import those names.
+``reliability_strategies``, ``reliability_hostile`` (:mod:`hostile`),
+``reliability_harness`` and ``reliability_sse``; test modules import those names.
+
+The terminal summary reports how many agent runs were generated and checked, how many
+were aborted, and the longest time an aborted run took to settle after ``abort()``.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ def _load(module_name: str, file_name: str) -> None:
 
 
 _load("reliability_strategies", "strategies.py")
+_load("reliability_hostile", "hostile.py")
 _load("reliability_harness", "harness.py")
 _load("reliability_sse", "sse_fuzz.py")
 
@@ -74,3 +78,13 @@ def _quiet_kernel_logs() -> Iterator[None]:
         yield
     finally:
         logger.setLevel(previous)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    figures = sys.modules["reliability_harness"].FIGURES
+    if not figures["runs"]:
+        return
+    terminalreporter.write_line(
+        f"reliability: {figures['runs']:.0f} agent runs checked, {figures['aborted_runs']:.0f} "
+        f"aborted; longest settle after abort(): {figures['max_settle_s'] * 1000:.1f} ms"
+    )

@@ -24,7 +24,12 @@ raises ``AssertionError`` naming the first broken invariant:
 - an ``abort()`` from a listener before the run's end never yields ``reason="stop"``;
 - steering/follow-up messages are conserved: each is delivered once or still queued, and
   a run that ends with ``stop`` left nothing behind that was queued before its last turn
-  ended.
+  ended;
+- every event can be turned into JSON (``event_to_json``);
+- a run that was aborted (by a listener, another task, a timer or by cancelling the task
+  awaiting ``prompt()``) settles within :func:`settle_bound` of the first ``abort()``,
+  measured on the loop clock (:data:`FIGURES` keeps the largest figure seen);
+- with a ``HostileSpec``: what :func:`reliability_hostile.check_hostile` asserts.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import reliability_hostile as hostile
 import reliability_strategies as rs
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,16 +64,49 @@ from mainspring import (
     UserMessage,
     hookimpl,
 )
+from mainspring.events import event_to_json
 from mainspring.kernel.invariants import transcript_problem
 from mainspring.plugins.convert import convert_to_llm
 from mainspring.sessions import read_session
-from mainspring.settings import CompactionSettings, RetrySettings, Settings, ToolSettings
+from mainspring.settings import (
+    CompactionSettings,
+    HookSettings,
+    RetrySettings,
+    Settings,
+    ToolSettings,
+)
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 
-__all__ = ["BOUND_S", "SECRET", "Note", "World", "check_quiet_loop", "run_scenario"]
+__all__ = [
+    "BOUND_S",
+    "FIGURES",
+    "HOSTILE_BOUND_S",
+    "SECRET",
+    "Note",
+    "World",
+    "check_quiet_loop",
+    "run_scenario",
+    "settle_bound",
+]
 
 BOUND_S = 20.0
 """No generated run may take longer than this (the slowest scripted ones take ~0.3 s)."""
+
+HOSTILE_BOUND_S = 5.0
+"""The same with hostile plugins: their deadlines are a few hundredths of a second."""
+
+FIGURES: dict[str, float] = {"runs": 0, "aborted_runs": 0, "max_settle_s": 0.0}
+"""Runs checked in this process, runs that were aborted, and the longest time from the
+first ``abort()`` to the run's end (loop clock), for the session summary."""
+
+
+def settle_bound(scenario: rs.Scenario) -> float:
+    """How long after ``abort()`` a run of ``scenario`` may take to settle: the longest
+    grace period plugin or tool code is given once cancelled, plus a generous 1 s."""
+    spec = scenario.hostile
+    hooks = HookSettings().abort_grace_s if spec is None else spec.hook_grace_s
+    return max(hooks, scenario.abort_grace_s) + 1.0
+
 
 SECRET = "SECRET-TOOL-OUTPUT"
 """The echo tool's output marker: it must never pass a result filter that failed."""
@@ -395,7 +434,7 @@ def make_listener(spec: rs.ListenerSpec, world: World) -> Callable[[Any, Any], A
             raise RuntimeError(f"injected listener fault at event {index}")
         if action == "abort":
             world.listener_aborts.append(index)
-            agent.abort()
+            world.abort()
         elif action == "abort_external":
             world.external_abort.set()
         elif action in ("steer", "follow_up"):
@@ -472,7 +511,13 @@ class World:
         self.run_no = 0
         self.run_starts: list[int] = []
         self.external_abort = asyncio.Event()
+        self.switch = hostile.Switch()
+        self.hostile_fired: list[hostile.Fired] = []
+        self.run_aborts: list[float] = []
+        """Loop times of the ``abort()`` calls (and caller cancellations) of this run."""
+        self.run_done: float | None = None
         s = scenario
+        spec = s.hostile
         self.provider = provider or FauxProvider(
             s.steps, chunk_size=s.chunk_size, delay_s=s.delay_s
         )
@@ -481,9 +526,34 @@ class World:
         if s.small_window and provider is None:
             model = Model(provider="faux", id="small", context_window=300, max_output_tokens=50)
             compaction = CompactionSettings(keep_recent_tokens=60)
+        tool_settings = ToolSettings(abort_grace_s=s.abort_grace_s, max_result_chars=100)
+        hook_settings = HookSettings()
+        tools = make_tools(self)
+        plugins: list[Any] = [FaultPlugin(plugin, self) for plugin in s.plugins]
+        self.filters_replace = any(
+            fault.hook == "after_tool_result" for plugin in s.plugins for fault in plugin.faults
+        )
+        if spec is not None:
+            tool_settings = ToolSettings(
+                abort_grace_s=s.abort_grace_s,
+                max_result_chars=100,
+                max_argument_bytes=spec.max_argument_bytes,
+            )
+            hook_settings = HookSettings(
+                timeout_s=spec.hook_timeout_s, abort_grace_s=spec.hook_grace_s
+            )
+            tools += hostile.make_hostile_tools(self)
+            plugins += [
+                hostile.HostilePlugin(f"hostile{index}", faults, self)
+                for index, faults in enumerate(spec.plugins)
+            ]
+            self.filters_replace = self.filters_replace or any(
+                fault.hook == "after_tool_result" for faults in spec.plugins for fault in faults
+            )
         settings = Settings(
             retry=RetrySettings(max_attempts=s.max_attempts, base_delay_s=0, max_delay_s=0),
-            tools=ToolSettings(abort_grace_s=s.abort_grace_s, max_result_chars=100),
+            tools=tool_settings,
+            hooks=hook_settings,
             compaction=compaction,
             steering_mode=s.steering_mode,  # type: ignore[arg-type]
             follow_up_mode=s.follow_up_mode,  # type: ignore[arg-type]
@@ -492,8 +562,8 @@ class World:
         self.agent = Agent(
             model=model,
             provider=self.provider,
-            tools=make_tools(self),
-            plugins=[FaultPlugin(spec, self) for spec in s.plugins],
+            tools=tools,
+            plugins=plugins,
             autoload=False,
             settings=settings,
         )
@@ -503,10 +573,23 @@ class World:
         self.caller_cancelled = False
         if s.cancel_caller_at is not None:
             self.agent.subscribe(self._cancel_caller)
-        for spec in s.listeners:
-            self.agent.subscribe(make_listener(spec, self))
+        for listener in s.listeners:
+            self.agent.subscribe(make_listener(listener, self))
+        if spec is not None:
+            for index, fault in enumerate(spec.subscribers):
+                self.agent.subscribe(hostile.HostileSubscriber(index, fault, self))
 
     # -- during the run
+
+    def abort(self) -> None:
+        """``agent.abort()``, its time noted while the run is going."""
+        self._note_abort()
+        self.agent.abort()
+
+    def _note_abort(self) -> None:
+        caller = self.caller
+        if caller is not None and not caller.done():
+            self.run_aborts.append(asyncio.get_running_loop().time())
 
     def queue(self, kind: str, index: int) -> None:
         message = UserMessage(content=f"{kind} #{len(self.tracked)} at event {index}")
@@ -540,13 +623,14 @@ class World:
             # the caller sees its CancelledError (and aborts the run) only when the run task
             # next yields: not an abort "at this event", so not in listener_aborts
             self.caller_cancelled = True
+            self._note_abort()
             self.caller.cancel()
 
     async def _external_aborter(self) -> None:
         await self.external_abort.wait()
         for _ in range(self.scenario.external_yields):
             await asyncio.sleep(0)
-        self.agent.abort()
+        self.abort()
 
     # -- the scenario
 
@@ -608,13 +692,22 @@ class World:
         self.run_no = number
         self.run_starts.append(len(self.recorder.events))
         self.messages_before = len(self.agent.state.messages)
+        self.run_aborts = []
+        self.run_done = None
+        loop = asyncio.get_running_loop()
+        spec = self.scenario.hostile
+        bound = BOUND_S if spec is None else HOSTILE_BOUND_S
+        timer = None
+        if spec is not None and spec.abort_after_s is not None:
+            timer = loop.call_later(spec.abort_after_s, self.abort)
         try:
-            async with asyncio.timeout(BOUND_S):
+            async with asyncio.timeout(bound):
                 self.caller = asyncio.create_task(start())
+                self.caller.add_done_callback(self._done)
                 await asyncio.wait([self.caller])
                 self.caller.result()
         except TimeoutError:
-            self.fail(f"run {number} did not return within {BOUND_S} s")
+            self.fail(f"run {number} did not return within {bound} s")
         except asyncio.CancelledError:
             if not (number == 1 and self.caller_cancelled):
                 raise
@@ -626,6 +719,25 @@ class World:
         else:
             if number == 1 and self.caller_cancelled:
                 self.fail("prompt() returned normally although its caller was cancelled")
+        finally:
+            if timer is not None:
+                timer.cancel()
+        self.check_settled(number)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self.run_done = task.get_loop().time()
+
+    def check_settled(self, number: int) -> None:
+        """An aborted run settled within :func:`settle_bound` of its first ``abort()``."""
+        FIGURES["runs"] += 1
+        if not self.run_aborts or self.run_done is None:
+            return
+        settle = self.run_done - min(self.run_aborts)
+        FIGURES["aborted_runs"] += 1
+        FIGURES["max_settle_s"] = max(FIGURES["max_settle_s"], settle)
+        bound = settle_bound(self.scenario)
+        if settle > bound:
+            self.fail(f"run {number} settled {settle:.3f} s after abort(), past {bound:.3f} s")
 
     # -- checks
 
@@ -649,6 +761,11 @@ class World:
         mine = self.run_events(number)
         if [e.type for e in mine].count("agent_start") != 1 or mine[-1].type != "agent_end":
             self.fail(f"run {number} is not exactly one agent_start ... agent_end")
+        for index, event in enumerate(mine):
+            try:
+                event_to_json(event)
+            except BaseException as error:
+                self.fail(f"event {index} ({event.type}) of run {number} is not JSON: {error!r}")
         end = mine[-1]
         state = agent.state
         if state.is_streaming or state.phase != "idle" or state.pending_tool_calls:
@@ -680,6 +797,8 @@ class World:
         if number == 1:
             self.check_aborts(mine)
         self.check_queues(number, mine)
+        if self.scenario.hostile is not None:
+            hostile.check_hostile(self, number, mine)
 
     async def check_tasks(self, number: int) -> None:
         current = asyncio.current_task()
@@ -816,7 +935,10 @@ def run_scenario(
         async def main() -> World:
             provider = provider_factory() if provider_factory is not None else None
             world = World(scenario, session, provider, model)
-            await world.main()
+            try:
+                await world.main()
+            finally:
+                world.switch.release()  # hostile code may finish now (if anything still runs it)
             return world
 
         return asyncio.run(main())

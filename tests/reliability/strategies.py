@@ -15,6 +15,11 @@ example); :mod:`harness` turns it into an agent, runs it and checks the invarian
 - :class:`ListenerSpec`: a subscriber acting on the k-th event of the first run (raise,
   abort from inside the run, abort from another task, steer, follow up, a late
   ``ctx.update``, a busy ``prompt()``/``reset()``, a slow await).
+- :class:`HostileSpec`: hostile plugin code and tools (see :mod:`hostile`): gates,
+  context transforms, result filters, observers and subscribers that hang (with or
+  without honouring cancellation), raise ``BaseException`` subclasses or return garbage;
+  tools that swallow cancellation, block a thread, return unserialisable values; calls
+  with arguments nested hundreds deep or past the size limit; aborts at random times.
 """
 
 from __future__ import annotations
@@ -30,14 +35,20 @@ from mainspring.testing import faux
 
 __all__ = [
     "HOOK_MODES",
+    "HOSTILE_BEHAVIOURS",
+    "HOSTILE_HOOKS",
+    "JUNK_KINDS",
     "KNOWN_TOOLS",
     "LISTENER_ACTIONS",
     "HookFault",
+    "HostileFault",
+    "HostileSpec",
     "ListenerSpec",
     "PluginSpec",
     "RaisingStep",
     "Scenario",
     "examples",
+    "hostile_scenarios",
     "scenarios",
     "steps",
 ]
@@ -276,6 +287,7 @@ class Scenario:
     second_run: bool = True
     second_run_kind: str = "prompt"  # or "resume"
     cancel_caller_at: int | None = None  # cancel the task awaiting prompt() at this event
+    hostile: HostileSpec | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -303,4 +315,223 @@ def scenarios(
         small_window=draw(st.booleans()),
         second_run=draw(st.booleans()),
         second_run_kind=draw(st.sampled_from(["prompt", "resume"])),
+    )
+
+
+# ----------------------------------------------------------------- hostile plugins, tools
+
+HOSTILE_HOOKS = (
+    "before_tool_call",
+    "transform_context",
+    "after_tool_result",
+    "on_event",
+    "subscriber",  # agent.subscribe(...)
+)
+HOSTILE_BEHAVIOURS = (
+    "hang",  # awaits forever, honours cancellation
+    "deaf",  # awaits forever, catches CancelledError and awaits again
+    "deafer",  # ... and ignores GeneratorExit when closed
+    "bad_yield",  # a raw awaitable yielding garbage to the event loop, swallowing all
+    "raise_custom",  # raises a BaseException subclass of its own
+    "generator_exit",  # raises GeneratorExit
+    "garbage",  # returns a value no contract allows (see hostile.GARBAGE)
+)
+HANGS = frozenset({"hang", "deaf", "deafer", "bad_yield"})
+"""Behaviours that never finish on their own: only a deadline or an abort ends them."""
+
+JUNK_KINDS = (
+    "object",
+    "lock",
+    "bytes",
+    "circular",
+    "generator",
+    "set",
+    "weird_keys",
+    "huge_int",
+    "model_with_lock",
+    "details_object",
+    "details_lock",
+    "details_bytes",
+    "details_circular",
+    "details_deep",
+    "details_generator",
+    "details_weird_keys",
+    "details_huge_int",
+    "progress_object",
+    "progress_lock",
+    "progress_circular",
+    "progress_deep",
+    "progress_huge_int",
+    "raise_custom",
+    "generator_exit",
+    "sync_raise_custom",
+)
+"""What the ``junk`` tool returns (or raises, or reports as progress)."""
+
+ARGUMENT_DEPTHS = (2, 63, 64, 65, 100, 500, 600, 1500, 5000)
+"""Nesting depths of scripted tool-call arguments (the limit is 64: deeper is refused)."""
+
+TIMED_HOSTILE_TOOLS = ("deaf", "deafer", "frozen")
+"""Hostile tools with a small ``timeout_s``: their deadline must hold."""
+UNTIMED_HOSTILE_TOOLS = ("forever", "deaf_forever", "frozen_forever")
+"""Hostile tools without a deadline: only an abort ends them (scripted only with one)."""
+
+
+@dataclass(frozen=True)
+class HostileFault:
+    """``hook`` behaves as ``behaviour`` on its ``at``-th call (0-based; ``None``: every
+    call, over the agent's life). ``is_async``: it misbehaves in an awaitable (hangs are
+    always awaitable). ``garbage`` picks the garbage value (modulo the hook's table).
+    """
+
+    hook: str
+    behaviour: str
+    at: int | None = None
+    is_async: bool = True
+    garbage: int = 0
+
+
+@dataclass(frozen=True)
+class HostileSpec:
+    """The hostile side of a scenario and the settings that bound it.
+
+    ``plugins``: one hostile plugin per entry (``hostile0``, ``hostile1``...), each with its
+    faults; ``subscribers``: one hostile subscriber per fault. ``abort_after_s``: every run
+    is aborted this long after it starts (loop clock), if it is still going. Runs settle
+    within ``hook_grace_s``/``Scenario.abort_grace_s`` (plus scheduling) of any abort.
+    """
+
+    plugins: tuple[tuple[HostileFault, ...], ...] = ()
+    subscribers: tuple[HostileFault, ...] = ()
+    hook_timeout_s: float | None = 0.02
+    hook_grace_s: float = 0.01
+    abort_after_s: float | None = None
+    max_argument_bytes: int = 4096
+
+
+@st.composite
+def hostile_faults(draw: st.DrawFn, hook: str) -> HostileFault:
+    behaviour = draw(st.sampled_from(HOSTILE_BEHAVIOURS))
+    top = 40 if hook in ("on_event", "subscriber") else 3
+    at = draw(st.one_of(st.integers(0, top), st.integers(0, top), st.none()))
+    is_async = behaviour in HANGS or draw(st.booleans())
+    return HostileFault(hook, behaviour, at, is_async, draw(st.integers(0, 99)))
+
+
+@st.composite
+def _hostile_plugin(draw: st.DrawFn) -> tuple[HostileFault, ...]:
+    hooks = draw(
+        st.lists(
+            st.sampled_from(HOSTILE_HOOKS[:-1]),
+            min_size=1,
+            max_size=3,
+            unique=True,
+        )
+    )
+    return tuple(draw(hostile_faults(hook)) for hook in hooks)
+
+
+def _nested(depth: int, kind: str) -> str:
+    """Argument JSON nesting objects/arrays ``depth`` levels deep, the top level included."""
+    if kind == "arrays":
+        return '{"x": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+    if kind == "objects":
+        return '{"a": ' * depth + "1" + "}" * depth
+    return "[" * depth + "]" * depth  # not even an object
+
+
+def _sized(size: int) -> str:
+    """Argument JSON of exactly ``size`` characters (at least 9)."""
+    return '{"s": "' + "x" * (size - 9) + '"}'
+
+
+def _ids(draw: st.DrawFn, name: str) -> str:
+    return f"{name}-{draw(st.integers(0, 10**6))}"
+
+
+@st.composite
+def hostile_calls(draw: st.DrawFn, untimed: bool, max_bytes: int) -> faux.ToolCallBlock:
+    kind = draw(st.sampled_from(["tool", "tool", "junk", "junk", "junk", "deep", "huge"]))
+    if kind == "tool":
+        names = TIMED_HOSTILE_TOOLS + (UNTIMED_HOSTILE_TOOLS if untimed else ())
+        name = draw(st.sampled_from(names))
+        return faux.tool_call(name, {}, id=_ids(draw, name))
+    if kind == "junk":
+        junk = draw(st.sampled_from(JUNK_KINDS))
+        name = "sync_junk" if junk.startswith("sync_") else "junk"
+        return faux.tool_call(name, {"kind": junk}, id=_ids(draw, name))
+    target = draw(st.sampled_from(["anything", "anything", "echo", "nope"]))
+    if kind == "deep":
+        depth = draw(st.sampled_from(ARGUMENT_DEPTHS))
+        shape = draw(st.sampled_from(["arrays", "objects", "bare"]))
+        return faux.tool_call(target, _nested(depth, shape), id=f"deep{depth}-{_ids(draw, shape)}")
+    # sizes relative to HostileSpec.max_argument_bytes (the JSON text, in characters)
+    label, size = draw(
+        st.sampled_from(
+            [
+                ("under", max_bytes // 2),
+                ("at", max_bytes),
+                ("over", max_bytes + 1),
+                ("far_over", max_bytes * 20),
+            ]
+        )
+    )
+    return faux.tool_call(target, _sized(size), id=f"huge-{label}-{_ids(draw, target)}")
+
+
+@st.composite
+def hostile_scenarios(draw: st.DrawFn, *, tools_only: bool = False) -> Scenario:
+    """A generated scenario with hostile plugins, subscribers and tools (and the usual
+    faults at lower rates). ``tools_only``: no hostile plugin code, only hostile tools and
+    arguments.
+    """
+    base = draw(scenarios(max_plugins=1))
+    abort_after_s = draw(
+        st.sampled_from([None, None, None, 0.0, 0.001, 0.004, 0.01, 0.03, 0.08, 0.2])
+    )
+    hook_timeout_s = draw(st.sampled_from([0.005, 0.02, 0.05, None]))
+    if hook_timeout_s is None and abort_after_s is None:
+        abort_after_s = draw(st.sampled_from([0.01, 0.05]))
+    untimed = abort_after_s is not None
+    max_bytes = draw(st.sampled_from([512, 4096]))
+    plugins: tuple[tuple[HostileFault, ...], ...] = ()
+    subscribers: tuple[HostileFault, ...] = ()
+    if not tools_only:
+        plugins = tuple(draw(st.lists(_hostile_plugin(), max_size=2)))
+        subscribers = tuple(draw(st.lists(hostile_faults("subscriber"), max_size=2)))
+    replies = draw(
+        st.lists(
+            st.builds(
+                lambda calls, others: faux.reply(*calls, *others),
+                st.lists(hostile_calls(untimed, max_bytes), min_size=1, max_size=3),
+                st.lists(blocks, max_size=1),
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    # hostile replies first, then (part of) the generated script
+    script = (*replies, *base.steps[: draw(st.integers(0, 2))])
+    return Scenario(
+        steps=script,
+        plugins=base.plugins,
+        listeners=base.listeners[:1],
+        steer_before=base.steer_before,
+        follow_up_before=base.follow_up_before,
+        max_attempts=base.max_attempts,
+        chunk_size=draw(st.sampled_from([64, 1024])),
+        stubborn_s=base.stubborn_s,
+        abort_grace_s=draw(st.sampled_from([0.0, 0.005, 0.02])),
+        external_yields=base.external_yields,
+        second_run=base.second_run,
+        second_run_kind=base.second_run_kind,
+        cancel_caller_at=draw(st.one_of(st.none(), st.none(), st.none(), st.integers(0, 40))),
+        hostile=HostileSpec(
+            plugins=plugins,
+            subscribers=subscribers,
+            hook_timeout_s=hook_timeout_s,
+            hook_grace_s=draw(st.sampled_from([0.0, 0.005, 0.02])),
+            abort_after_s=abort_after_s,
+            max_argument_bytes=max_bytes,
+        ),
     )
