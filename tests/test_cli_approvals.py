@@ -104,10 +104,10 @@ def terminal(env: dict[str, str], pty_terminal: type[Terminal]) -> Iterator[Term
     os.close(session.master)
 
 
-def test_on_a_terminal_it_asks_and_always_remembers_the_tool(terminal: Terminal) -> None:
+def test_on_a_terminal_it_asks_and_t_remembers_the_tool(terminal: Terminal) -> None:
     terminal.expect('approve push {"branch": "main"}?')
     terminal.expect("pushing publishes the branch")
-    terminal.type("a\n")
+    terminal.type("t\n")
     # the second call of the same tool is allowed without asking again
     terminal.expect("all done")
     assert terminal.close() == 0
@@ -119,7 +119,7 @@ def test_on_a_terminal_n_refuses(terminal: Terminal) -> None:
     terminal.type("n\n")
     terminal.expect('approve push {"branch": "dev"}?')
     terminal.type("maybe\n")
-    terminal.expect("please answer y, n or a")
+    terminal.expect("please answer y, n, a or t")
     terminal.type("y\n")
     terminal.expect("all done")
     assert terminal.close() == 0
@@ -132,7 +132,7 @@ def test_a_resumed_session_shows_and_keeps_its_remembered_approvals(
     first = pty_terminal([sys.executable, *ARGS, "--session", session], env)
     try:
         first.expect("approve push")
-        first.type("a\n")
+        first.type("t\n")
         first.expect("all done")
         assert first.close() == 0
     finally:
@@ -142,3 +142,13 @@ def test_a_resumed_session_shows_and_keeps_its_remembered_approvals(
 
     assert "mainspring: remembered approvals: push (every call)" in done.stderr
     assert "refused" not in done.stderr
+
+
+def test_on_a_terminal_a_remembers_only_the_exact_call(terminal: Terminal) -> None:
+    terminal.expect('approve push {"branch": "main"}?')
+    terminal.type("a\n")
+    # another branch is another call: asked again
+    terminal.expect('approve push {"branch": "dev"}?')
+    terminal.type("n\n")
+    terminal.expect("all done")
+    assert terminal.close() == 0

@@ -195,7 +195,10 @@ async def _approve(run: Run, batch: list[_Prepared]) -> list[_Prepared]:
             allowed.append(prepared)
             continue
         who = decision.plugin or decision.decided_by.replace("_", " ")
-        text = f'Tool call "{call.name}" was not approved ({who}): {decision.reason or "refused"}'
+        text = (
+            f'Tool call "{call.name}" was not approved ({who}): {decision.reason or "refused"}. '
+            f"It needed approval because {request.plugin} said: {request.reason}"
+        )
         await _finish_call(run, call, ToolResult.error(text))
     return allowed
 
