@@ -20,6 +20,7 @@ from .common import Config, Row
 from .deltas import run_w3
 from .fanout import run_w2
 from .history import run_w4
+from .mcp_calls import run_mcp
 from .otel import run_w1otel
 from .report import machine, render
 from .scale import run_scale
@@ -37,6 +38,7 @@ WORKLOADS: dict[str, tuple[str, Workload]] = {
     "W4": ("one request over 2,000 prior messages", run_w4),
     "startup": ("import time, entry-point discovery, Agent construction", run_startup),
     "scale": ("10,000 idle agents; 1,000 concurrent short runs", run_scale),
+    "mcp": ("an MCP tool over stdio against the same tool native; server start", run_mcp),
 }
 
 

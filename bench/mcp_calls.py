@@ -1,0 +1,137 @@
+"""The ``mcp`` workload: what an MCP tool costs per call, and what a server costs to start.
+
+Per call: an agent makes 100 sequential tool calls (one per turn) of ``noop``, once as a
+native tool and once served by an MCP server over stdio (``bench/mcp_server.py``, the
+SDK's ``MCPServer``); the difference in wall time per turn is the MCP tool's overhead.
+Beside it, the same tool called through the SDK alone (``ClientSession.call_tool`` on
+the MCP runtime loop, no agent): the protocol's own round trip, which the overhead
+contains. Start: spawning the server, ``initialize`` and ``tools/list`` (what an agent
+waits for when it is built), for the bench server and for ``mcp-server-time``.
+Needs the ``mcp`` extra (and ``mcp-server-time`` for its row).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+from mainspring import Agent, Settings
+from mainspring.settings import McpServerSettings, McpSettings
+
+from .common import Config, Row, ScriptProvider, median, ms_text_reply, ms_tool_reply, noop_tool
+
+__all__ = ["run_mcp"]
+
+CALLS = 100
+SERVER = str(Path(__file__).with_name("mcp_server.py"))
+
+
+def _script() -> list[object]:
+    return [*(ms_tool_reply([f"c{i}"]) for i in range(CALLS)), ms_text_reply()]
+
+
+def _server(nonce: str = "") -> McpServerSettings:
+    env = {"MAINSPRING_BENCH_NONCE": nonce} if nonce else {}
+    return McpServerSettings(command=sys.executable, args=(SERVER,), env=env)
+
+
+async def _per_call(agent: Agent) -> float:
+    start = time.perf_counter()
+    await agent.prompt("go")
+    elapsed = time.perf_counter() - start
+    results = [m for m in agent.state.messages if m.role == "tool_result"]
+    if len(results) != CALLS or any(r.is_error for r in results):
+        raise RuntimeError(f"the mcp workload did not run as scripted: {results[-1:]!r}")
+    return elapsed / CALLS
+
+
+async def _native_once() -> float:
+    agent = Agent(
+        model="faux:bench", provider=ScriptProvider(_script()), tools=[noop_tool()], autoload=False
+    )
+    return await _per_call(agent)
+
+
+async def _mcp_once(settings: Settings) -> float:
+    agent = Agent(model="faux:bench", provider=ScriptProvider(_script()), settings=settings,
+                  autoload=False)  # fmt: skip
+    async with agent:
+        return await _per_call(agent)
+
+
+async def _sdk_once(name: str, server: McpServerSettings) -> float:
+    from mainspring.mcp import runtime
+    from mainspring.mcp.connection import acquire, release
+
+    async def calls() -> float:
+        connection = await acquire(name, server)
+        try:
+            await connection.ensure_started()
+            start = time.perf_counter()
+            for _ in range(CALLS):
+                await connection.call_tool("noop", {}, None)
+            return (time.perf_counter() - start) / CALLS
+        finally:
+            await release(connection)
+
+    return await runtime.call(calls())
+
+
+async def _start_once(server: McpServerSettings) -> float:
+    from mainspring.mcp import runtime
+    from mainspring.mcp.connection import acquire, release
+
+    async def start() -> float:
+        connection = await acquire("bench", server)
+        try:
+            began = time.perf_counter()
+            await connection.ensure_started()
+            return time.perf_counter() - began
+        finally:
+            await release(connection)
+
+    return await runtime.call(start())
+
+
+async def run_mcp(config: Config) -> list[Row]:
+    """Per-call overhead of an MCP tool over stdio against the same tool native; start time."""
+    if importlib.util.find_spec("mcp") is None:
+        return [
+            Row("MCP tool per call", "skipped", "—", None, "info", None, "needs mainspring[mcp]")
+        ]
+    shared = _server()
+    settings = Settings(mcp=McpSettings(servers={"bench": shared}))
+    holder = Agent(
+        model="faux:bench", provider=ScriptProvider([]), settings=settings, autoload=False
+    )  # fmt: skip  (keeps one server up for the per-call runs)
+    native, mcp, sdk = [], [], []
+    try:
+        await _mcp_once(settings)  # warm-up
+        for _ in range(config.reps):
+            native.append(await _native_once())
+            mcp.append(await _mcp_once(settings))
+            sdk.append(await _sdk_once("bench", shared))
+    finally:
+        await holder.aclose()
+    starts = [await _start_once(_server(f"start-{i}")) for i in range(max(3, config.reps // 2))]
+    rows = [
+        Row("MCP tool per call, stdio (wall)", _us(median(mcp)), _us(median(native)),
+            median(mcp) / median(native), "info", None,
+            f"overhead {_us(median(mcp) - median(native))} per call; floor = the tool native"),
+        Row("MCP call through the SDK alone (wall)", _us(median(sdk)), "—", None, "info", None,
+            "ClientSession.call_tool round trip on the runtime loop, no agent"),
+        Row("MCP server start (spawn, initialize, tools/list)", f"{median(starts) * 1e3:,.0f} ms",
+            "—", None, "info", None, f"bench server (MCPServer, 1 tool), {len(starts)} starts"),
+    ]  # fmt: skip
+    if importlib.util.find_spec("mcp_server_time") is not None:
+        time_server = McpServerSettings(command=sys.executable, args=("-m", "mcp_server_time"))
+        times = [await _start_once(time_server) for _ in range(3)]
+        rows.append(Row("MCP server start, mcp-server-time", f"{median(times) * 1e3:,.0f} ms",
+                        "—", None, "info", None, "3 starts"))  # fmt: skip
+    return rows
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.1f} µs"
