@@ -11,8 +11,17 @@ import asyncio
 
 import pytest
 import reliability_harness as rh
+import reliability_hostile as hostile
 import reliability_sse as sse
-from reliability_strategies import HookFault, ListenerSpec, PluginSpec, Scenario
+import reliability_strategies as rs
+from reliability_strategies import (
+    HookFault,
+    HostileFault,
+    HostileSpec,
+    ListenerSpec,
+    PluginSpec,
+    Scenario,
+)
 
 from mainspring import AbortSignal, CompactionSummary
 from mainspring.providers.base import ToolCallEnd
@@ -297,3 +306,144 @@ def test_openai_ends_each_tool_call_once() -> None:
 
     found = asyncio.run(ends())
     assert len(found) == len({e.id for e in found})  # type: ignore[attr-defined]
+
+
+# ------------------------------------------- hostile plugins and tools (HostileSpec)
+
+
+def _hostile(
+    *steps: object,
+    plugins: tuple[tuple[HostileFault, ...], ...] = (),
+    subscribers: tuple[HostileFault, ...] = (),
+) -> Scenario:
+    return Scenario(
+        steps=steps,
+        chunk_size=64,
+        abort_grace_s=0.0,
+        second_run=False,
+        hostile=HostileSpec(
+            plugins=plugins, subscribers=subscribers, hook_timeout_s=0.01, hook_grace_s=0.0
+        ),
+    )
+
+
+# event indices of a run replying with one text: 9 is turn_end, 11 is agent_end
+_TURN_END, _AGENT_END = 9, 11
+
+
+@pytest.mark.parametrize("at", [_TURN_END, _AGENT_END], ids=["turn_end", "agent_end"])
+@pytest.mark.parametrize("hook", ["subscriber", "on_event"])
+@pytest.mark.parametrize("behaviour", ["hang", "deaf"])
+def test_a_hang_on_a_closing_event_reports_its_timeout_inside_the_run(
+    behaviour: str, hook: str, at: int
+) -> None:
+    """A subscriber or ``on_event`` observer hangs on ``turn_end`` or ``agent_end``.
+
+    Expected: the ``hook_error`` for its timeout keeps the grammar: after ``turn_end`` it
+    is an event between turns (``turn=None``); after ``agent_end`` nothing may be emitted
+    (the report is logged instead). Was: ``Run._finish_delivery`` (kernel/run.py) emits
+    the pending reports right after the event whose delivery timed out, inside
+    ``Run.emit``: after ``turn_end`` while ``core.turn`` still holds the closed turn
+    (``end_turn`` resets it only afterwards: rule ``turn-nesting``), after ``agent_end``
+    outside the run (rule ``run-bounds``).
+    """
+    fault = HostileFault(hook, behaviour, at)
+    world = rh.run_scenario(
+        _hostile(
+            faux.text("done"),
+            plugins=((fault,),) if hook == "on_event" else (),
+            subscribers=(fault,) if hook == "subscriber" else (),
+        )
+    )
+    types = [e.type for e in world.recorder.events]
+    assert types[at] == ("turn_end" if at == _TURN_END else "agent_end")
+    assert types[-1] == "agent_end"
+
+
+@pytest.mark.parametrize(
+    ("kind", "hook"),
+    [
+        ("details_huge_int", None),
+        ("progress_huge_int", None),
+        ("result_huge_int", "after_tool_result"),
+    ],
+)
+def test_an_integer_too_long_to_print_in_tool_details_is_normalised(
+    kind: str, hook: str | None
+) -> None:
+    """A tool's ``details`` or progress report, or a result filter's replacement, holds
+    ``10**5000``.
+
+    Expected: every event is JSON (``event_to_json``) and the session file equals the
+    transcript. Was: ``to_jsonable`` (jsonable.py) passes every ``int`` as a safe scalar,
+    but ``json.dumps`` refuses integers past ``sys.get_int_max_str_digits()`` (4,300
+    digits: ``ValueError``), so ``tool_execution_end``/``_update`` and the result message
+    events cannot be serialised. (An ``int`` with more digits than that limit needs
+    :func:`describe`, or its ``bit_length`` checked, in ``_safe`` and ``_copy``.)
+    """
+    plugins: tuple[tuple[HostileFault, ...], ...] = ()
+    if hook is not None:
+        index = hostile.garbage_index(hook, kind)
+        plugins = ((HostileFault(hook, "garbage", None, False, index),),)
+        kind = "object"
+    rh.run_scenario(_hostile(faux.tool_call("junk", {"kind": kind}, id="junk-0"), plugins=plugins))
+
+
+@pytest.mark.parametrize("label", ["block_circular", "block_huge_int", "block_evil"])
+def test_a_block_with_an_unprintable_reason_still_blocks_with_json_events(label: str) -> None:
+    """A gate returns ``Block(reason)`` whose reason is a circular dict, ``10**5000`` or a
+    value whose ``repr`` raises.
+
+    Expected: the call is blocked and every event is JSON (the ``tool_decision`` reason is
+    text). Was: ``Hooks.before_tool_call`` passes ``Block.reason`` on as is: the
+    ``tool_decision`` event holds the circular dict (``_plain`` in kernel/events.py recurses
+    until ``RecursionError``), and ``_prepare`` (kernel/tools.py) formats the reason into
+    the result text, which raises for the others, failing the whole run.
+    """
+    index = hostile.garbage_index("before_tool_call", label)
+    fault = HostileFault("before_tool_call", "garbage", None, False, index)
+    rh.run_scenario(
+        _hostile(faux.tool_call("echo", {"text": "a"}, id="echo-0"), plugins=((fault,),))
+    )
+
+
+@pytest.mark.parametrize("label", ["evil_repr", "huge_int"])
+def test_a_gate_returning_an_unprintable_value_blocks_its_call_and_the_run_goes_on(
+    label: str,
+) -> None:
+    """A gate returns garbage whose ``repr`` raises (a ``BaseException`` subclass, or the
+    ``ValueError`` of ``repr(10**5000)``).
+
+    Expected (DESIGN §6, fail closed): the call is blocked with a ``hook_error`` naming
+    the plugin, and the run goes on. Was: ``Hooks.before_tool_call`` builds its
+    "returned {result!r}, not a Block" error *after* the ``try``, so the exception from
+    ``repr`` escapes the hook facade and fails the whole run (``reason="error"``).
+    """
+    index = hostile.garbage_index("before_tool_call", label)
+    fault = HostileFault("before_tool_call", "garbage", None, False, index)
+    world = rh.run_scenario(
+        _hostile(faux.tool_call("echo", {"text": "a"}, id="echo-0"), plugins=((fault,),))
+    )
+    assert world.recorder.events[-1].reason == "stop"
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        faux.tool_call("anything", rs._nested(64, "arrays"), id="deep64-arrays-0"),
+        faux.tool_call("anything", rs._nested(63, "objects"), id="deep63-objects-0"),
+        faux.tool_call("junk", {"kind": "details_deep"}, id="junk-0"),
+    ],
+    ids=["arguments-64-deep", "arguments-63-deep", "details-deep"],
+)
+def test_values_within_the_depth_limits_are_recorded_whole_in_the_session(step: object) -> None:
+    """Tool-call arguments nested 63-64 levels deep (within ``max_argument_depth``), or
+    tool ``details`` nested deeper than ``jsonable.MAX_DEPTH`` (normalised to 64 levels).
+
+    Expected: the session file read back equals the transcript. Was: the session encoder
+    (``_walk`` in sessions.py) cuts at ``MAX_DEPTH = 64`` counted from the *message*, not
+    from the value: the message, its content tuple and the tool call (or the details
+    field) use up levels, so a value the kernel accepted or normalised to 64 levels is cut
+    again on disk, and ``from_session`` resumes with different arguments/details.
+    """
+    rh.run_scenario(_hostile(step))
