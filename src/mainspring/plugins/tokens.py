@@ -25,8 +25,9 @@ Consequences the kernel relies on:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
-from typing import Any, final
+from collections.abc import Callable, Sequence
+from operator import itemgetter
+from typing import Any, cast, final
 
 from ..hookspecs import hookimpl
 from ..messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall
@@ -171,10 +172,42 @@ def estimate_tokens(messages: Sequence[Any], *, reported_usage: bool = True) -> 
     usage the replies among them reported: the size of a slice of a transcript.
     """
     if reported_usage:
-        return RunningEstimate(messages).tokens
+        return _with_usage(messages)
     chars, images = 0, 0
     for message in messages:
         entry = _entry(message)
+        chars += entry[1]
+        images += entry[2]
+    return _tokens(chars, images)
+
+
+_stamp_of = cast("Callable[[Any], float]", itemgetter(4))
+
+
+def _newest_before(messages: Sequence[Any], index: int) -> float:
+    """The newest timestamp among ``messages[:index]`` (one pass in C once all are measured)."""
+    if not index:
+        return _NO_TIME
+    prefix = messages[:index]
+    try:
+        newest: float = max(map(_stamp_of, map(_entries.get, map(id, prefix))))
+    except TypeError:  # some message not measured yet (or not cacheable)
+        newest = max(_entry(message)[4] for message in prefix)
+    return newest
+
+
+def _with_usage(messages: Sequence[Any]) -> int:
+    """``RunningEstimate(messages).tokens``, read backwards: stops at the newest reply whose
+    usage counts, checking that nothing before it is newer."""
+    chars, images = 0, 0
+    lookup = _entries.get
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        entry = lookup(id(message))
+        if entry is None:
+            entry = _measure(message)
+        if entry[3] and _newest_before(messages, index) < entry[4]:
+            return entry[3] + _tokens(chars, images)
         chars += entry[1]
         images += entry[2]
     return _tokens(chars, images)
