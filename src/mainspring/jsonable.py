@@ -55,7 +55,7 @@ def to_jsonable(value: Any, max_depth: int = MAX_DEPTH) -> Any:
     by ``"<nested too deep>"``. Models and dataclasses become dicts of their fields in
     the copy. Never raises.
     """
-    if value is None or type(value) in _SCALARS:
+    if value is None or (type(value) in _SCALARS and not _huge(value)):
         return value
     if _safe(value, max_depth):
         return value
@@ -83,6 +83,8 @@ def _safe(value: Any, max_depth: int) -> bool:
     while stack:
         item, depth, above = stack.pop()
         if item is None or isinstance(item, _SCALARS + _LEAVES):
+            if _huge(item):
+                return False
             continue
         if depth >= max_depth or id(item) in above:
             return False
@@ -95,6 +97,8 @@ def _safe(value: Any, max_depth: int) -> bool:
 
 
 def _copy(value: Any, depth: int, max_depth: int, seen: set[int]) -> Any:
+    if _huge(value):
+        return f"<int of {value.bit_length()} bits>"
     if value is None or isinstance(value, _SCALARS):
         return value
     if isinstance(value, _LEAVES):
@@ -127,9 +131,17 @@ def _copy_container(value: Any, depth: int, max_depth: int, seen: set[int]) -> A
     return describe(value)
 
 
+_MAX_INT_BITS: Final = 13_000
+"""Larger ints have more digits than Python turns into text by default (4,300)."""
+
+
+def _huge(value: Any) -> bool:
+    return type(value) is int and value.bit_length() > _MAX_INT_BITS
+
+
 def _key(key: Any) -> str:
     if isinstance(key, str):
         return key
-    if key is None or isinstance(key, _SCALARS):
+    if key is None or (isinstance(key, _SCALARS) and not _huge(key)):
         return str(key)
     return describe(key)
