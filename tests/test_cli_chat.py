@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
-import select
-import subprocess
 import sys
-import termios
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from conftest import Terminal
 
 CHAT_PLUGIN = '''
 import asyncio
@@ -82,51 +81,8 @@ def on_event(event):
 '''
 
 
-def _controlling_terminal() -> None:
-    """In the child: a new session whose controlling terminal is the pty (so ^C is SIGINT)."""
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
-class Terminal:
-    """A child process on a pseudo-terminal, read until expected text appears."""
-
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        self.master, slave = pty.openpty()
-        self.process = subprocess.Popen(
-            args,
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env=env,
-            close_fds=True,
-            preexec_fn=_controlling_terminal,
-        )
-        os.close(slave)
-        self.screen = ""
-
-    def expect(self, text: str, timeout: float = 15.0) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.screen:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise AssertionError(f"{text!r} not seen; screen so far:\n{self.screen}")
-            ready, _, _ = select.select([self.master], [], [], remaining)
-            if ready:
-                try:
-                    self.screen += os.read(self.master, 4096).decode(errors="replace")
-                except OSError:
-                    break
-
-    def type(self, text: str) -> None:
-        os.write(self.master, text.encode())
-
-    def close(self) -> int:
-        return self.process.wait(timeout=15)
-
-
 @pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[Terminal]:
+def terminal(tmp_path: Path, pty_terminal: type[Terminal]) -> Iterator[Terminal]:
     (tmp_path / "chat_plugin.py").write_text(CHAT_PLUGIN)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
@@ -134,7 +90,7 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
     env["CHAT_GATE"] = str(tmp_path / "gate")
     env["CHAT_STARTED"] = str(tmp_path / "started")
     args = [sys.executable, "-m", "mainspring", "chat", "--plugin", "chat_plugin"]
-    session = Terminal([*args, "--model", "slow:x"], env)
+    session = pty_terminal([*args, "--model", "slow:x"], env)
     yield session
     if session.process.poll() is None:
         session.process.kill()

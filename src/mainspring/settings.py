@@ -7,11 +7,22 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
+    "ApprovalSettings",
     "CompactionSettings",
     "HookSettings",
+    "McpServerSettings",
+    "McpSettings",
     "OtelSettings",
     "ProviderSettings",
     "QueueMode",
@@ -91,6 +102,19 @@ class HookSettings(_Section):
     abort_grace_s: float = Field(default=0.5, ge=0)
 
 
+class ApprovalSettings(_Section):
+    """How calls a gate asked about (``Ask``) are decided.
+
+    ``timeout_s``: how long calls wait for an answer before they are blocked. ``api``: the
+    application answers ``tool_approval_request`` events with ``agent.approve()``; without
+    it and without a ``request_approval`` implementation, such calls are blocked at once
+    (no approver).
+    """
+
+    timeout_s: float = Field(default=300.0, gt=0)
+    api: bool = False
+
+
 class ProviderSettings(_Section):
     """How to reach one provider; unset fields fall back to the provider's environment.
 
@@ -137,6 +161,46 @@ class OtelSettings(_Section):
         return value
 
 
+class McpServerSettings(_Section):
+    """One MCP server whose tools the agent gets (``[mcp.servers.NAME]``; ``docs/mcp.md``).
+
+    Exactly one transport: ``command`` (with ``args``, ``env`` added to a minimal
+    environment, ``cwd``) starts a process spoken to over stdio; ``url`` (with
+    ``headers``) reaches a streamable-HTTP server. ``tool_prefix`` names the tools
+    ``PREFIX_TOOL``; ``include`` (when given) and ``exclude`` choose tools by their server
+    name. ``timeout_s`` bounds one tool call (``None``: none); ``startup_timeout_s`` bounds
+    starting the server and its ``initialize``. ``startup``: ``"lazy"`` starts the process
+    on the first tool call once its tool list is known in this process, ``"eager"`` when
+    each agent is built. ``enabled=False`` keeps the entry but ignores it.
+    """
+
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    tool_prefix: str | None = None
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    timeout_s: float | None = Field(default=60.0, gt=0)
+    startup_timeout_s: float = Field(default=30.0, gt=0)
+    startup: Literal["lazy", "eager"] = "lazy"
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server needs exactly one of command (stdio) or url (HTTP)")
+        return self
+
+
+class McpSettings(_Section):
+    """MCP servers by name (``[mcp.servers.NAME]`` tables in the config file)."""
+
+    servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+
+
 class Settings(_Section):
     """Everything an agent can be tuned with; sections are frozen, build a new one.
 
@@ -148,6 +212,7 @@ class Settings(_Section):
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     hooks: HookSettings = Field(default_factory=HookSettings)
+    approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     otel: OtelSettings = Field(default_factory=OtelSettings)
     steering_mode: QueueMode = "one-at-a-time"
     follow_up_mode: QueueMode = "one-at-a-time"
@@ -156,6 +221,7 @@ class Settings(_Section):
     default_model: str | None = None
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     plugin_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     required_plugins: tuple[str, ...] = ()
     """Built-in or installed plugins the agent must not start without (see
     :func:`~mainspring.kernel.plugins.load_plugins`); read from the config file only, never
@@ -165,15 +231,18 @@ class Settings(_Section):
 def load_settings(
     path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> Settings:
-    """Settings from a TOML config file and ``MAINSPRING_*`` variables.
+    """Settings from a TOML config file and two environment variables.
 
     The file is ``path``, else ``$MAINSPRING_CONFIG``, else
     ``$XDG_CONFIG_HOME/mainspring/config.toml`` (``~/.config/...``) if it exists. Its tables
     mirror :class:`Settings` (``[retry]``, ``[compaction]``, ``[providers.openai]`` with
     ``base_url``, ``api_key``, ``options``…; top-level ``default_model``, ``max_turns``…).
-    ``MAINSPRING_MODEL`` overrides ``default_model``; ``required_plugins`` comes from the
-    file alone, no variable adds to or removes from it. An unreadable or invalid file raises
-    ``ValueError`` naming it.
+    ``MAINSPRING_MODEL`` (when not empty) overrides ``default_model``. No other variable is
+    read here: the plugin controls (``MAINSPRING_PLUGINS``, ``MAINSPRING_DISABLE_PLUGINS``,
+    ``MAINSPRING_DISABLE_PLUGIN_AUTOLOAD``) are read when an agent loads its plugins,
+    provider credentials (``OPENAI_API_KEY``…) when a provider is first used, and
+    ``required_plugins`` comes from the file alone, no variable adds to or removes from it.
+    An unreadable or invalid file raises ``ValueError`` naming it.
     """
     env = os.environ if environ is None else environ
     candidate = path or env.get("MAINSPRING_CONFIG")

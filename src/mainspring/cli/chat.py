@@ -1,7 +1,8 @@
 """``mainspring chat``: an interactive loop over one agent.
 
 Each line typed at the ``>`` prompt starts a run; a line typed while a run is active
-steers it (delivered at the start of its next turn). Ctrl-C aborts the active run, not
+steers it (delivered at the start of its next turn), unless a tool call is waiting for
+approval: then the line is the answer (``y``/``n``/``a``). Ctrl-C aborts the active run, not
 the program; at the prompt, Ctrl-C or Ctrl-D (or ``/exit``) ends the session.
 """
 
@@ -15,6 +16,7 @@ import threading
 from typing import Any, TextIO
 
 from ..kernel.agent import Agent
+from .approve import TerminalApprover
 from .render import TerminalRenderer
 
 __all__ = ["chat"]
@@ -39,6 +41,20 @@ async def chat(agent: Agent, out: TextIO | None = None, err: TextIO | None = Non
     threading.Thread(target=_read_lines, args=(loop, queue), daemon=True).start()
     running: asyncio.Task[None] | None = None
     quit_requested = asyncio.Event()
+    answer: asyncio.Future[str] | None = None
+
+    async def next_answer() -> str:
+        # the terminal approver's next line: the loop below hands it the next line typed
+        nonlocal answer
+        answer = loop.create_future()
+        try:
+            return await answer
+        finally:
+            answer = None
+
+    for info in agent.plugins.infos:
+        if isinstance(info.plugin, TerminalApprover):
+            info.plugin.read_line = next_answer
 
     def show_prompt(_: Any = None) -> None:
         out.write(PROMPT)
@@ -58,6 +74,11 @@ async def chat(agent: Agent, out: TextIO | None = None, err: TextIO | None = Non
     try:
         while not quit_requested.is_set():
             line = await queue.get()
+            if answer is not None and not answer.done():
+                answer.set_result(line or "")  # an approval question is waiting for it
+                if line is None:
+                    queue.put_nowait(None)  # end of input: the loop ends after the run
+                continue
             if line is None:
                 break
             text = line.strip()
