@@ -25,7 +25,8 @@ raises ``AssertionError`` naming the first broken invariant:
 - steering/follow-up messages are conserved: each is delivered once or still queued, and
   a run that ends with ``stop`` left nothing behind that was queued before its last turn
   ended;
-- every event can be turned into JSON (``event_to_json``);
+- every event can be turned into JSON (``event_to_json``; ``message_update`` events, partial
+  replies of the script, only in hostile scenarios, where arguments are hostile);
 - a run that was aborted (by a listener, another task, a timer or by cancelling the task
   awaiting ``prompt()``) settles within :func:`settle_bound` of the first ``abort()``,
   measured on the loop clock (:data:`FIGURES` keeps the largest figure seen);
@@ -761,7 +762,10 @@ class World:
         mine = self.run_events(number)
         if [e.type for e in mine].count("agent_start") != 1 or mine[-1].type != "agent_end":
             self.fail(f"run {number} is not exactly one agent_start ... agent_end")
+        every = self.scenario.hostile is not None
         for index, event in enumerate(mine):
+            if event.type == "message_update" and not every:
+                continue  # a partial of the scripted reply (costly to build for each delta)
             try:
                 event_to_json(event)
             except BaseException as error:

@@ -472,7 +472,7 @@ def hostile_calls(draw: st.DrawFn, untimed: bool, max_bytes: int) -> faux.ToolCa
                 ("under", max_bytes // 2),
                 ("at", max_bytes),
                 ("over", max_bytes + 1),
-                ("far_over", max_bytes * 20),
+                ("far_over", max_bytes * 4),
             ]
         )
     )
@@ -486,9 +486,7 @@ def hostile_scenarios(draw: st.DrawFn, *, tools_only: bool = False) -> Scenario:
     arguments.
     """
     base = draw(scenarios(max_plugins=1))
-    abort_after_s = draw(
-        st.sampled_from([None, None, None, 0.0, 0.001, 0.004, 0.01, 0.03, 0.08, 0.2])
-    )
+    abort_after_s = draw(st.sampled_from([None, None, None, 0.0, 0.001, 0.004, 0.01, 0.03, 0.08]))
     hook_timeout_s = draw(st.sampled_from([0.005, 0.02, 0.05, None]))
     if hook_timeout_s is None and abort_after_s is None:
         abort_after_s = draw(st.sampled_from([0.01, 0.05]))
@@ -519,7 +517,7 @@ def hostile_scenarios(draw: st.DrawFn, *, tools_only: bool = False) -> Scenario:
         steer_before=base.steer_before,
         follow_up_before=base.follow_up_before,
         max_attempts=base.max_attempts,
-        chunk_size=draw(st.sampled_from([64, 1024])),
+        chunk_size=draw(st.sampled_from([256, 2048])),
         stubborn_s=base.stubborn_s,
         abort_grace_s=draw(st.sampled_from([0.0, 0.005, 0.02])),
         external_yields=base.external_yields,

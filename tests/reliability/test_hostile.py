@@ -20,14 +20,14 @@ import reliability_strategies as rs
 from hypothesis import given
 
 
-@rs.examples(1.0)
+@rs.examples(0.6)
 @given(rs.hostile_scenarios())
 def test_hostile_plugins_and_tools_never_break_a_run(scenario: rs.Scenario) -> None:
     """Hostile plugin code and hostile tools together, with the usual faults."""
     rh.run_scenario(scenario)
 
 
-@rs.examples(0.6)
+@rs.examples(0.3)
 @given(rs.hostile_scenarios(tools_only=True))
 def test_hostile_tools_and_arguments_never_break_a_run(scenario: rs.Scenario) -> None:
     """Hostile tools and arguments alone, so their failures shrink without plugin noise."""
