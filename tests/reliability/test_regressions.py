@@ -422,9 +422,13 @@ def test_a_gate_returning_an_unprintable_value_blocks_its_call_and_the_run_goes_
     index = hostile.garbage_index("before_tool_call", label)
     fault = HostileFault("before_tool_call", "garbage", None, False, index)
     world = rh.run_scenario(
-        _hostile(faux.tool_call("echo", {"text": "a"}, id="echo-0"), plugins=((fault,),))
+        _hostile(
+            faux.tool_call("echo", {"text": "a"}, id="echo-0"),
+            faux.text("done"),
+            plugins=((fault,),),
+        )
     )
-    assert world.recorder.events[-1].reason == "stop"
+    assert world.recorder.events[-1].reason == "stop", world.recorder.events[-1].detail
 
 
 @pytest.mark.parametrize(
