@@ -335,7 +335,7 @@ def test_encoding_never_iterates_a_generator_and_bounds_nesting() -> None:
     data = sessions.encode_message(message)
     assert data["details"]["gen"] == "<unserializable: generator>"
     assert data["details"]["nan"] is None
-    assert "nested deeper than 64" in json.dumps(data)
+    assert f"nested deeper than {sessions.MAX_DEPTH}" in json.dumps(data)
     assert not started
 
 

@@ -67,8 +67,12 @@ INTERRUPTED = (
 )
 """The text of the error result given on reading to a call the file holds no result for."""
 
-MAX_DEPTH = 64
-"""Past this nesting, :func:`encode_message` writes a description instead of the value."""
+MAX_DEPTH = 160
+"""Past this nesting, :func:`encode_message` writes a description instead of the value.
+
+Counted from the message: it leaves room above the deepest values the kernel accepts
+(tool-call arguments up to ``tools.max_argument_depth``, at most 128; details normalised to
+64 levels), so what the kernel kept is written whole."""
 
 log = get_logger("mainspring.sessions")
 

@@ -82,7 +82,7 @@ class ToolSettings(_Section):
 
     max_result_chars: int | None = Field(default=100_000, ge=1)
     abort_grace_s: float = Field(default=0.5, ge=0)
-    max_argument_depth: int = Field(default=64, ge=1, le=1_000)
+    max_argument_depth: int = Field(default=64, ge=1, le=128)
     max_argument_bytes: int = Field(default=1_000_000, ge=1)
 
 

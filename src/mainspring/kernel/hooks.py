@@ -68,6 +68,11 @@ def _attributed(hook: str, impl: Implementation, error: BaseException) -> HookEr
     return wrapped
 
 
+def _text(reason: object) -> str:
+    """A gate's reason as text; a reason that is not a string is named by its type."""
+    return reason if isinstance(reason, str) else f"(a {type(reason).__name__} as the reason)"
+
+
 def _stalled(hook: str, impl: Implementation) -> HookError:
     return HookError(
         hook,
@@ -293,12 +298,14 @@ class Hooks:
             if result is None:
                 continue
             if isinstance(result, Block):
-                return GateDecision(True, impl.plugin, result.reason)
+                return GateDecision(True, impl.plugin, _text(result.reason))
             if isinstance(result, Ask):
-                asked.append((impl.plugin, result.reason))
+                asked.append((impl.plugin, _text(result.reason)))
                 continue
             wrong = HookError(
-                "before_tool_call", impl.plugin, f"returned {result!r}, not a Block or an Ask"
+                "before_tool_call",
+                impl.plugin,
+                f"returned a {type(result).__name__}, not a Block or an Ask",
             )
             await report(wrong, "call blocked (fail closed)")
             return GateDecision(True, impl.plugin, f"blocked: {wrong}")

@@ -231,3 +231,4 @@ async def _end_run(run: Run, reason: AgentEndReason, detail: str | None) -> None
         await run.emit(AgentEnd, messages=tuple(run.new_messages), reason=reason, detail=detail)
     except Exception as error:
         log.error("agent_end_delivery_failed", error=repr(error))
+    run.drop_stalled_reports()

@@ -138,7 +138,14 @@ class Run:
     # -- emission ------------------------------------------------------------------------
 
     async def emit(self, factory: type[Any], **payload: Any) -> None:
-        """Build the next event of class ``factory`` and :meth:`deliver` it."""
+        """Build the next event of class ``factory`` and :meth:`deliver` it.
+
+        A ``hook_error`` for a subscriber or observer that stalled on an earlier event is
+        emitted first: reported between two events, it lands where the grammar allows it
+        (not after the ``turn_end`` it stalled on while the turn still counts as open).
+        """
+        if self.delivery.reports:
+            await self._report_stalled()
         core = self.core
         core.seq += 1
         pending = self.deliver(BUILDERS[factory](core.seq, self.run_id, core.turn, payload))
@@ -152,18 +159,18 @@ class Run:
         ``None`` when the delivery finished at once (the usual case), else an awaitable
         the caller must await before it goes on.
         """
-        delivery = self.delivery
-        pending = delivery.deliver(event, self.core.listeners)
-        if pending is None and not delivery.reports:
-            return None
-        return self._finish_delivery(pending)
+        return self.delivery.deliver(event, self.core.listeners)
 
-    async def _finish_delivery(self, pending: Awaitable[None] | None) -> None:
-        if pending is not None:
-            await pending
+    async def _report_stalled(self) -> None:
         reports = self.delivery.reports
         while reports:
             await self.report_hook_error(reports.pop(0), "not called again in this run")
+
+    def drop_stalled_reports(self) -> None:
+        """After ``agent_end`` nothing may be emitted: log what is left to report."""
+        for error in self.delivery.reports:
+            log.warning("hook_error", hook=error.hook, plugin=error.plugin, error=error.cause_text)
+        self.delivery.reports.clear()
 
     async def report_hook_error(self, error: HookError, outcome: str) -> None:
         """Emit ``hook_error`` for a failure the kernel contained."""
