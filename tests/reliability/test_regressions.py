@@ -327,25 +327,29 @@ def _hostile(
     )
 
 
-# event indices of a run replying with one text: 9 is turn_end, 11 is agent_end
-_TURN_END, _AGENT_END = 9, 11
+# event indices of a run replying with one text: 1 is phase_change(idle → turn), just
+# before the first turn_start; 9 is turn_end; 11 is agent_end
+_PHASE_TURN, _TURN_END, _AGENT_END = 1, 9, 11
+_EDGES = {_PHASE_TURN: "phase_change", _TURN_END: "turn_end", _AGENT_END: "agent_end"}
 
 
-@pytest.mark.parametrize("at", [_TURN_END, _AGENT_END], ids=["turn_end", "agent_end"])
+@pytest.mark.parametrize("at", list(_EDGES), ids=list(_EDGES.values()))
 @pytest.mark.parametrize("hook", ["subscriber", "on_event"])
 @pytest.mark.parametrize("behaviour", ["hang", "deaf"])
-def test_a_hang_on_a_closing_event_reports_its_timeout_inside_the_run(
+def test_a_hang_at_a_turn_edge_reports_its_timeout_inside_the_grammar(
     behaviour: str, hook: str, at: int
 ) -> None:
-    """A subscriber or ``on_event`` observer hangs on ``turn_end`` or ``agent_end``.
+    """A subscriber or ``on_event`` observer hangs on the ``phase_change`` that precedes
+    the first ``turn_start``, on ``turn_end`` or on ``agent_end``.
 
-    Expected: the ``hook_error`` for its timeout keeps the grammar: after ``turn_end`` it
-    is an event between turns (``turn=None``); after ``agent_end`` nothing may be emitted
-    (the report is logged instead). Was: ``Run._finish_delivery`` (kernel/run.py) emits
-    the pending reports right after the event whose delivery timed out, inside
-    ``Run.emit``: after ``turn_end`` while ``core.turn`` still holds the closed turn
-    (``end_turn`` resets it only afterwards: rule ``turn-nesting``), after ``agent_end``
-    outside the run (rule ``run-bounds``).
+    Expected: the ``hook_error`` for its timeout keeps the grammar: between turns it has
+    ``turn=None``; after ``agent_end`` nothing may be emitted (the report is logged).
+    Was: ``Run._finish_delivery`` (kernel/run.py) emitted the pending reports right after
+    the event whose delivery timed out, after ``turn_end`` while ``core.turn`` still held
+    the closed turn (``turn-nesting``) and after ``agent_end`` (``run-bounds``). Then,
+    with the reports held until the next event: the one held from ``phase_change``
+    (idle → turn) is emitted from ``Run.begin_turn`` after ``core.turn`` is set for the
+    new turn but before its ``turn_start``, so it carries ``turn=0`` outside a turn.
     """
     fault = HostileFault(hook, behaviour, at)
     world = rh.run_scenario(
@@ -356,7 +360,7 @@ def test_a_hang_on_a_closing_event_reports_its_timeout_inside_the_run(
         )
     )
     types = [e.type for e in world.recorder.events]
-    assert types[at] == ("turn_end" if at == _TURN_END else "agent_end")
+    assert types[at] == _EDGES[at]
     assert types[-1] == "agent_end"
 
 
