@@ -399,7 +399,7 @@ def test_abort_works_in_a_second_event_loop() -> None:
 async def test_two_concurrent_prompts_one_runs_one_is_refused() -> None:
     agent, recorder, _ = make_agent(["only one"])
     outcomes = await asyncio.gather(agent.prompt("a"), agent.prompt("b"), return_exceptions=True)
-    assert outcomes[0] is None
+    assert isinstance(outcomes[0], AgentEnd) and outcomes[0].reason == "stop"
     assert isinstance(outcomes[1], AgentBusyError)
     check_event_grammar(recorder.events)
     assert len(recorder.of_type("agent_start")) == 1

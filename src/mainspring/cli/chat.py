@@ -39,7 +39,7 @@ async def chat(agent: Agent, out: TextIO | None = None, err: TextIO | None = Non
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[str | None] = asyncio.Queue()
     threading.Thread(target=_read_lines, args=(loop, queue), daemon=True).start()
-    running: asyncio.Task[None] | None = None
+    running: asyncio.Task[Any] | None = None
     quit_requested = asyncio.Event()
     answer: asyncio.Future[str] | None = None
 

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, cast, get_args
+from typing import Any
 
-from ..errors import AgentBusyError, HookError, PluginLoadError
+from ..errors import AgentBusyError
 from ..messages import AssistantMessage, ToolResultMessage, UserMessage
-from ..providers.base import DEFAULT_CONTEXT_WINDOW, Model, Provider, ThinkingLevel
+from ..providers.base import Model, Provider, ThinkingLevel
 from ..settings import Settings
 from ..tools import Tool
+from .agent_parts import Approving, Closing, Editing
+from .assembly import (
+    as_messages,
+    checked_prompt,
+    checked_thinking,
+    collect_providers,
+    collect_tools,
+    resolve_model,
+)
+from .events import AgentEnd
 from .hooks import Hooks
 from .loop import execute_run
 from .plugins import PluginSet, load_plugins
@@ -29,35 +38,12 @@ __all__ = ["Agent", "Listener"]
 Listener = Callable[[Any, AbortSignal], "Awaitable[None] | None"]
 """``listener(event, signal)``; an awaitable result is awaited before the run goes on."""
 
-DEFAULT_MODEL = "local:smollm2-135m"
+
+async def _unreported(error: Any, outcome: str) -> None:
+    """A converter failure outside a run: skipped as in a run, with no event to emit."""
 
 
-def _checked_prompt(system_prompt: Any) -> str:
-    if not isinstance(system_prompt, str):
-        raise TypeError(f"system_prompt must be a str, not {type(system_prompt).__name__}")
-    return system_prompt
-
-
-def _checked_thinking(level: Any) -> ThinkingLevel:
-    allowed = get_args(ThinkingLevel)
-    if level not in allowed:
-        raise ValueError(f"thinking_level must be one of {', '.join(allowed)}; got {level!r}")
-    return cast(ThinkingLevel, level)
-
-
-def _as_messages(value: str | Any | Sequence[Any]) -> list[Any]:
-    if isinstance(value, str):
-        return [UserMessage(content=value)]
-    messages = list(value) if isinstance(value, Sequence) else [value]
-    for message in messages:
-        if not isinstance(getattr(message, "role", None), str):
-            raise TypeError(f"not a message: {message!r} (expected a str or message objects)")
-    if not messages:
-        raise ValueError("prompt() needs a non-empty prompt")
-    return messages
-
-
-class Agent:
+class Agent(Approving, Closing, Editing):
     """An agent: a transcript, tools, a model, plugins, and the run loop over them.
 
     The constructor loads plugins, collects tools and resolves the model; configuration
@@ -78,6 +64,7 @@ class Agent:
         disable_plugins: Iterable[str] = (),
         settings: Settings | None = None,
         thinking_level: ThinkingLevel = "off",
+        session_id: str | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self._closers: list[Callable[[], Awaitable[None] | None]] = []
@@ -92,16 +79,18 @@ class Agent:
         # registering or unregistering a plugin later rebuilds the compiled hook plans
         self._plugin_set.on_change(relay.invalidate)
         self._hooks = Hooks(relay)
-        self._providers = self._collect_providers(provider)
         self._provider_override = provider
-        self._tool_owners: dict[str, str] = {}
-        tool_map = self._collect_tools(tools)
+        self._providers = collect_providers(self._hooks, self, self._plugin_set, provider)
+        self._tool_set = collect_tools(self._hooks, self, self._plugin_set, tools)
+        self.session_id = session_id or uuid.uuid4().hex
+        """Identifies the conversation to providers (``ModelRequest.session_id``), which
+        may use it as a prompt-caching key; kept across runs, new for each agent."""
         self._core = Core(
             messages=Transcript(messages),
-            tools=tool_map,
-            system_prompt=_checked_prompt(system_prompt),
+            tools=dict(self._tool_set.tools),
+            system_prompt=checked_prompt(system_prompt),
             model=self._resolve_model(model),
-            thinking_level=_checked_thinking(thinking_level),
+            thinking_level=checked_thinking(thinking_level),
             file_locks=FileLocks(),
         )
         self._run: Run | None = None
@@ -114,85 +103,10 @@ class Agent:
 
     # -- construction -------------------------------------------------------------------
 
-    def _collect_providers(self, override: Provider | None) -> dict[str, Provider]:
-        try:
-            registered = self._hooks.register_providers(self)
-        except HookError as error:
-            raise self._load_error(error) from error
-        providers = {provider.name: provider for _, provider in registered}
-        if override is not None:
-            providers[override.name] = override
-        return providers
-
-    def _load_error(self, error: HookError) -> PluginLoadError:
-        info = self._plugin_set.info(error.plugin)
-        if info is None or info.source != "entrypoint":
-            return PluginLoadError(str(error), plugin=error.plugin)
-        return PluginLoadError(
-            f"{error} (installed plugin {info.name!r}, distribution {info.distribution} "
-            f"{info.version}). {self._plugin_set.fix_hint(info.name)}",
-            plugin=info.name,
-            distribution=info.distribution,
-            version=info.version,
-        )
-
-    def _collect_tools(self, tools: Iterable[Tool]) -> dict[str, Tool]:
-        owners: dict[str, str] = {}
-        found: dict[str, Tool] = {}
-        try:
-            contributed = self._hooks.register_tools(self)
-        except HookError as error:
-            raise self._load_error(error) from error
-        for owner, tool in [*contributed, *(("tools=", tool) for tool in tools)]:
-            if not isinstance(tool, Tool):
-                raise TypeError(f"tools= takes Tool objects, got {tool!r}")
-            if tool.name in found:
-                raise PluginLoadError(
-                    f'two tools are named "{tool.name}": one from {owners[tool.name]!r} and '
-                    f"one from {owner!r}; disable one of the plugins or rename a tool",
-                    plugin=owner,
-                )
-            owners[tool.name] = owner
-            found[tool.name] = tool
-            info = self._plugin_set.info(owner)
-            if info is not None:
-                info.tools.append(tool.name)
-        self._tool_owners = owners
-        return found
-
     def _resolve_model(self, model: str | Model | None) -> Model:
-        if isinstance(model, Model):
-            return model
-        override = self._provider_override
-        if model is None:
-            if override is not None:
-                catalogue = getattr(override, "models", None) or {}
-                first = next(iter(catalogue.values()), None)
-                return (
-                    first
-                    if isinstance(first, Model)
-                    else Model(provider=override.name, id="default")
-                )
-            model = self.settings.default_model or DEFAULT_MODEL
-        provider_name, sep, model_id = model.partition(":")
-        if not sep or not provider_name or not model_id:
-            raise ValueError(f'model must look like "provider:model-id", got {model!r}')
-        if override is not None:
-            provider = override
-        else:
-            found = self._providers.get(provider_name)
-            if found is None:
-                known = ", ".join(sorted(self._providers)) or "none"
-                raise ValueError(
-                    f'unknown provider "{provider_name}" in model {model!r}; registered '
-                    f"providers: {known}"
-                )
-            provider = found
-        catalogue = getattr(provider, "models", None) or {}
-        entry = catalogue.get(model_id)
-        if isinstance(entry, Model):
-            return entry
-        return Model(provider=provider.name, id=model_id, context_window=DEFAULT_CONTEXT_WINDOW)
+        return resolve_model(
+            model, self._providers, self._provider_override, self.settings.default_model
+        )
 
     def _provider_for(self, model: Model) -> Provider:
         if self._provider_override is not None:
@@ -208,6 +122,11 @@ class Agent:
     def state(self) -> AgentState:
         """An immutable snapshot of the agent's state."""
         return self._core.snapshot()
+
+    @property
+    def is_running(self) -> bool:
+        """Whether a run is active (cheaper than ``state.is_streaming``)."""
+        return self._core.is_streaming
 
     @property
     def last_message(self) -> Any:
@@ -251,7 +170,7 @@ class Agent:
     @property
     def tool_owners(self) -> dict[str, str]:
         """Which plugin (or ``tools=``) contributed each tool."""
-        return dict(self._tool_owners)
+        return dict(self._tool_set.owners)
 
     @property
     def provider(self) -> Provider:
@@ -289,17 +208,18 @@ class Agent:
 
     # -- runs ---------------------------------------------------------------------------
 
-    async def prompt(self, prompt: str | Any | Sequence[Any]) -> None:
+    async def prompt(self, prompt: str | Any | Sequence[Any]) -> AgentEnd:
         """Start a run with ``prompt`` and return once it has settled (idle, logged).
 
-        ``prompt`` is a string, a message, or a list of messages. Raises
-        :class:`AgentBusyError` while a run is active.
+        ``prompt`` is a string, a message, or a list of messages. Returns the run's
+        ``agent_end`` event: its new ``messages``, ``reason`` and ``detail`` (``outcome.text``
+        is the final reply's text). Raises :class:`AgentBusyError` while a run is active.
         """
         if self._core.is_streaming:
             raise AgentBusyError("prompt")
-        await self._start(_as_messages(prompt))
+        return await self._start(as_messages(prompt))
 
-    async def resume(self) -> None:
+    async def resume(self) -> AgentEnd:
         """Run again from the current transcript.
 
         A user or tool-result tail is re-sent. An assistant tail delivers the steering
@@ -325,10 +245,19 @@ class Agent:
                     "and no steering or follow-up message is queued; use prompt()"
                 )
         elif not isinstance(tail, UserMessage | ToolResultMessage):
-            raise ValueError(f"nothing to resume after a {getattr(tail, 'role', '?')!r} message")
-        await self._start([], queue)
+            # a custom message: resumable if the converters turn the transcript into a
+            # request that does not end on a reply
+            converted = await self._hooks.convert_to_llm(
+                core.messages.as_tuple(), self, _unreported
+            )
+            if not converted or isinstance(converted[-1], AssistantMessage):
+                raise ValueError(
+                    f"nothing to resume after a {getattr(tail, 'role', '?')!r} message: "
+                    "convert_to_llm makes it a request that ends on an assistant reply"
+                )
+        return await self._start([], queue)
 
-    async def _start(self, inputs: list[Any], first_queue: list[Any] | None = None) -> None:
+    async def _start(self, inputs: list[Any], first_queue: list[Any] | None = None) -> AgentEnd:
         core = self._core
         core.is_streaming = True
         core.error_message = None
@@ -360,6 +289,9 @@ class Agent:
             raise
         if run.exit is not None:
             raise run.exit
+        outcome = run.last_event
+        assert isinstance(outcome, AgentEnd)  # _end_run emits it last, whatever happened
+        return outcome
 
     async def _drive(self, run: Run, inputs: list[Any], first_queue: list[Any] | None) -> None:
         core = self._core
@@ -376,11 +308,11 @@ class Agent:
 
     def steer(self, message: str | Any) -> None:
         """Queue ``message`` for the start of the next turn (after the current tool batch)."""
-        self._core.steering.extend(_as_messages(message))
+        self._core.steering.extend(as_messages(message))
 
     def follow_up(self, message: str | Any) -> None:
         """Queue ``message`` for when the agent would otherwise stop."""
-        self._core.follow_up.extend(_as_messages(message))
+        self._core.follow_up.extend(as_messages(message))
 
     def clear_queues(self) -> tuple[list[Any], list[Any]]:
         """Empty both queues; returns what they held (steering, follow-up)."""
@@ -403,75 +335,6 @@ class Agent:
             return
         run.abort(reason)
 
-    def approve(
-        self,
-        tool_call_id: str,
-        allow: bool,
-        *,
-        remember: str | None = None,
-        reason: str | None = None,
-    ) -> None:
-        """Decide a tool call waiting for approval (a ``tool_approval_request`` event).
-
-        Needs ``settings.approvals.api``. ``remember="tool"`` allows the tool, and
-        ``remember="call"`` the tool with these exact arguments, for the rest of the
-        session; ``reason`` is recorded in the ``tool_decision`` (and shown to the model
-        when refused). The first answer for a call wins. Raises ``ValueError`` when no
-        call with that id is waiting (idle, decided already, or never asked about).
-        """
-        from .approvals import approval_from_api
-
-        run = self._run
-        approval_from_api(
-            run.approvals if run is not None else None, tool_call_id, allow, remember, reason
-        )
-
-    @property
-    def remembered_approvals(self) -> tuple[Any, ...]:
-        """The approvals kept for the rest of the session (``Remembered`` values)."""
-        return tuple(self._core.remembered_approvals)
-
-    def on_close(self, callback: Callable[[], Awaitable[None] | None]) -> None:
-        """Call ``callback()`` (awaited if it returns an awaitable) when the agent is closed.
-
-        For plugins that hold resources for the agent (a server process, a connection):
-        register in ``register_tools`` or later; :meth:`aclose` calls the callbacks, the
-        last registered first.
-        """
-        if not callable(callback):
-            raise TypeError(f"on_close takes a callable, got {callback!r}")
-        self._closers.append(callback)
-
-    async def aclose(self) -> None:
-        """Release what the agent holds: abort an active run, wait for it, run the closers.
-
-        Every :meth:`on_close` callback is called, the last registered first, even when
-        one raises; the first exception is re-raised once all have run. Idempotent: a
-        second call does nothing. ``async with Agent(...) as agent:`` closes on exit.
-        """
-        if self._closed:
-            return
-        self._closed = True
-        self.abort("closed")
-        await self.wait_for_idle()
-        failure: BaseException | None = None
-        while self._closers:
-            callback = self._closers.pop()
-            try:
-                result = callback()
-                if inspect.isawaitable(result):
-                    await result
-            except Exception as error:
-                failure = failure or error
-        if failure is not None:
-            raise failure
-
-    async def __aenter__(self) -> Agent:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
     async def wait_for_idle(self) -> None:
         """Return once no run is active and every ``agent_end`` listener has finished."""
         task = self._core.run_task
@@ -491,23 +354,26 @@ class Agent:
         tools: Iterable[Tool] | None = None,
         thinking_level: ThinkingLevel | None = None,
     ) -> None:
-        """Change the agent for the next run (an active run keeps what it started with)."""
+        """Change the agent for the next run (an active run keeps what it started with).
+
+        ``tools`` is the complete tool list from the next run on: to keep the tools
+        plugins registered, pass them again (``[*agent.state.tools, extra]``);
+        ``agent.tool_owners`` follows.
+        """
         core = self._core
         if system_prompt is not None:
-            core.system_prompt = _checked_prompt(system_prompt)
+            core.system_prompt = checked_prompt(system_prompt)
         if thinking_level is not None:
-            _checked_thinking(thinking_level)
+            checked_thinking(thinking_level)
         if model is not None:
             resolved = self._resolve_model(model)
             self._provider_for(resolved)
             core.model = resolved
         if tools is not None:
-            tool_list = list(tools)
-            names = [tool.name for tool in tool_list]
-            duplicates = sorted({name for name in names if names.count(name) > 1})
-            if duplicates:
-                raise ValueError(f"two tools share a name: {', '.join(duplicates)}")
-            core.tools = {tool.name: tool for tool in tool_list}
+            # exactly these tools from the next run on: a tool the agent had keeps its
+            # owner (plugin tools stay only if passed again), any other is "tools="
+            self._tool_set = self._tool_set.replaced(tools)
+            core.tools = dict(self._tool_set.tools)
         if thinking_level is not None:
             core.thinking_level = thinking_level
 

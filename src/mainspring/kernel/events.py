@@ -76,6 +76,14 @@ class AgentEnd(_Event):
     reason: AgentEndReason
     detail: str | None = None
 
+    @property
+    def text(self) -> str:
+        """The text of the run's last assistant message (``""`` if it had none)."""
+        for message in reversed(self.messages):
+            if isinstance(message, AssistantMessage):
+                return message.text
+        return ""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnStart(_Event):

@@ -286,6 +286,7 @@ async def request_reply(run: Run) -> Reply:
                 "messages": messages,
                 "tools": tuple(tool.spec for tool in run.tools.values()),
                 "thinking_level": run.core.thinking_level,
+                "session_id": run.agent.session_id,
             },
         )
         note = f" (after {attempt} retr{'y' if attempt == 1 else 'ies'})" if attempt else ""

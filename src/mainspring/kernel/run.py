@@ -60,6 +60,7 @@ class Run:
         "exit",
         "guard",
         "hooks",
+        "last_event",
         "model",
         "new_messages",
         "opening",
@@ -104,6 +105,8 @@ class Run:
             hooks.relay, agent, self.signal, self.guard, settings.hooks.timeout_s
         )
         self.task: asyncio.Task[Any] | None = None
+        self.last_event: Any = None
+        """The last event emitted (``agent_end`` once the run is over: its outcome)."""
         self.approvals: PendingApprovals | None = None
         """The calls waiting for approval, while they wait (``agent.approve()``)."""
         self.exit: BaseException | None = None
@@ -137,8 +140,8 @@ class Run:
 
     # -- emission ------------------------------------------------------------------------
 
-    async def emit(self, factory: type[Any], **payload: Any) -> None:
-        """Build the next event of class ``factory`` and :meth:`deliver` it.
+    async def emit(self, factory: type[Any], **payload: Any) -> Any:
+        """Build the next event of class ``factory``, :meth:`deliver` it, and return it.
 
         A ``hook_error`` for a subscriber or observer that stalled on an earlier event is
         emitted first: reported between two events, it lands where the grammar allows it
@@ -148,9 +151,12 @@ class Run:
             await self._report_stalled()
         core = self.core
         core.seq += 1
-        pending = self.deliver(BUILDERS[factory](core.seq, self.run_id, core.turn, payload))
+        event = BUILDERS[factory](core.seq, self.run_id, core.turn, payload)
+        self.last_event = event
+        pending = self.deliver(event)
         if pending is not None:
             await pending
+        return event
 
     def deliver(self, event: Any) -> Awaitable[None] | None:
         """Deliver ``event`` to every subscriber, then to ``on_event`` (see

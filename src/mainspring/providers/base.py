@@ -85,7 +85,8 @@ class ModelRequest(BaseModel):
     """Everything a provider needs for one model call.
 
     ``messages`` are LLM messages only (user, assistant, tool_result): the output of the
-    ``convert_to_llm`` hook.
+    ``convert_to_llm`` hook. ``session_id`` identifies the conversation (the agent's
+    ``session_id``): a provider with prompt caching keyed by conversation may use it.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
@@ -95,6 +96,7 @@ class ModelRequest(BaseModel):
     messages: tuple[Any, ...] = ()
     tools: tuple[ToolSpec, ...] = ()
     thinking_level: ThinkingLevel = "off"
+    session_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
