@@ -13,9 +13,9 @@ import timeit
 from collections.abc import Callable
 from typing import Any
 
+from mainspring.kernel.estimate import estimate_tokens
 from mainspring.kernel.invariants import transcript_problem
 from mainspring.plugins.convert import convert_to_llm
-from mainspring.plugins.tokens import estimate_tokens
 from mainspring.providers.base import Model, ModelRequest
 
 from .common import build_agent, noop_tool

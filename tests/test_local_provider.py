@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from mainspring.kernel.signal import AbortSignal
 from mainspring.messages import AssistantMessage, TextContent, ToolResultMessage, UserMessage
 from mainspring.providers import local
 from mainspring.providers.base import (
@@ -42,6 +41,7 @@ from mainspring.providers.local import (
     model_path,
     prepare_request,
 )
+from mainspring.signal import AbortSignal
 
 # -- fakes -------------------------------------------------------------------------------
 

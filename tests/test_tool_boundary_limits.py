@@ -203,3 +203,16 @@ async def test_plain_details_pass_unchanged() -> None:
 
     details = recorder.of_type(ToolExecutionEnd)[0].result.details
     assert details["model"] is model and details["rows"] == [1, 2]
+
+
+async def test_a_plain_function_tool_reports_progress_from_its_thread() -> None:
+    def slow(args: Any, ctx: ToolContext) -> str:
+        for step in range(50):
+            ctx.update({"step": step})
+        return "done"
+
+    tool_ = Tool("slow", "reports progress", {"type": "object"}, slow)
+    _, recorder = await run([faux.tool_call("slow", {}), faux.text("ok")], [tool_])
+
+    steps = [u.partial_result["step"] for u in recorder.of_type(ToolExecutionUpdate)]
+    assert steps == list(range(50))

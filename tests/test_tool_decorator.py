@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from mainspring.json_schema import check_schema
-from mainspring.kernel.signal import AbortSignal
+from mainspring.signal import AbortSignal
 from mainspring.tool_decorator import parse_docstring, tool
 from mainspring.tools import Tool, ToolArgumentsError, ToolContext, ToolResult
 

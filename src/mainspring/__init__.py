@@ -19,7 +19,6 @@ from .errors import (
 from .hookspecs import hookimpl
 from .kernel.agent import Agent
 from .kernel.relay import redactor
-from .kernel.signal import AbortSignal, RunAborted
 from .kernel.state import AgentState
 from .messages import (
     AssistantMessage,
@@ -37,6 +36,7 @@ from .messages import (
 )
 from .providers.base import Model, ModelRequest, Provider, ProviderError, ToolSpec
 from .settings import Settings
+from .signal import AbortSignal, RunAborted
 from .tool_decorator import tool
 from .tools import Tool, ToolArgumentsError, ToolContext, ToolResult
 

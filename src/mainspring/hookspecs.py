@@ -23,10 +23,10 @@ if TYPE_CHECKING:
     from .errors import Approval, ApprovalRequest, Ask, Block, CompactionResult
     from .kernel.agent import Agent
     from .kernel.events import Event
-    from .kernel.signal import AbortSignal
     from .kernel.state import AgentState
     from .messages import ToolCall
     from .providers.base import Model, Provider
+    from .signal import AbortSignal
     from .tools import Tool, ToolResult
 
 __all__ = ["ASYNC_HOOKS", "PROJECT", "SYNC_HOOKS", "hookimpl", "hookspec"]
@@ -125,6 +125,12 @@ async def compact(
     transcript (a summary plus the kept tail; a tool call and its result are never split),
     or ``None`` to pass. The first non-``None`` result wins; later implementations are not
     called. A built-in ``trylast`` fallback drops the oldest whole turns.
+
+    **Which plugin wins:** implementations are asked in pluggy's order, the most recently
+    registered first (among installed plugins, the reverse of their load order). A
+    compactor that must win whatever else is installed declares
+    ``@hookimpl(tryfirst=True)``; one meant as a fallback declares ``trylast=True``.
+    ``compaction_end.plugin`` names the plugin whose result was used.
 
     **If it raises:** ``hook_error`` and ``compaction_end`` with ``error``; the run
     continues with the transcript uncompacted. A result that breaks the transcript

@@ -15,9 +15,9 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from .kernel.signal import AbortSignal
 from .messages import ImageContent, TextContent
 from .providers.base import ToolSpec
+from .signal import AbortSignal
 from .workers import in_daemon_thread
 
 __all__ = [

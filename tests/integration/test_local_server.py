@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 import pytest
 
-from mainspring.kernel.signal import AbortSignal
 from mainspring.messages import (
     AssistantMessage,
     TextContent,
@@ -36,6 +35,7 @@ from mainspring.providers.base import (
     UsageReport,
 )
 from mainspring.providers.local import LOCAL_MODEL_ID, LocalProvider
+from mainspring.signal import AbortSignal
 
 pytestmark = pytest.mark.skipif(
     not local.is_available(),

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from ..kernel.events import event_to_json
-from ..kernel.signal import AbortSignal
+from ..signal import AbortSignal
 
 __all__ = ["JsonRenderer", "TerminalRenderer"]
 

@@ -201,13 +201,19 @@ class CompactionStart(_Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionEnd(_Event):
-    """Compaction ended; ``error`` is set when it failed and nothing was replaced."""
+    """Compaction ended; ``error`` is set when it failed and nothing was replaced.
+
+    ``plugin`` names the plugin whose ``compact`` implementation replaced the transcript
+    (the built-in fallback is ``"fallback_compaction"``), or the one whose failure ``error``
+    reports; ``None`` when no implementation produced a result or the run was aborted.
+    """
 
     type: ClassVar[str] = "compaction_end"
     reason: str
     tokens_before: int
     tokens_after: int
     error: str | None = None
+    plugin: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

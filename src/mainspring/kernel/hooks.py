@@ -15,20 +15,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import Approval, Ask, Block, CompactionResult, HookError, HookTimeoutError, StopRun
+from ..signal import RunAborted
 from ..tools import ToolResult
 from .approvals import Decision, PendingApprovals, check_answers
 from .guard import Guard
 from .invariants import transcript_problem
 from .relay import GENERAL, HookRelay, Implementation, call_plain
-from .signal import RunAborted
 
 if TYPE_CHECKING:
     from ..messages import ToolCall
-    from ..plugins.tokens import RunningEstimate
     from ..providers.base import Model, Provider
+    from ..signal import AbortSignal
     from ..tools import Tool
+    from .estimate import RunningEstimate
     from .events import DecidedBy
-    from .signal import AbortSignal
 
 __all__ = ["GateDecision", "Hooks", "Report"]
 
@@ -224,8 +224,11 @@ class Hooks:
         reason: str,
         agent: Any,
         signal: AbortSignal,
-    ) -> CompactionResult | None:
-        """The first non-``None`` result; raises :class:`HookError` on a failure."""
+    ) -> tuple[CompactionResult, str] | None:
+        """The first non-``None`` result and the plugin that returned it.
+
+        Raises :class:`HookError` (naming the plugin) on a failure.
+        """
         args = (messages, model, reason, agent, signal)
         guard, timeout = self.guard, self.timeout_s
         for impl in self.relay.implementations("compact"):
@@ -245,7 +248,7 @@ class Hooks:
             problem = transcript_problem(candidate)
             if problem:
                 raise HookError("compact", impl.plugin, f"broke the transcript: {problem}")
-            return CompactionResult(candidate, result.summary, result.details)
+            return CompactionResult(candidate, result.summary, result.details), impl.plugin
         return None
 
     async def before_tool_call(
@@ -293,7 +296,8 @@ class Hooks:
                 return GateDecision(
                     True,
                     impl.plugin,
-                    f"blocked: the permission gate {impl.plugin!r} failed ({error.cause_text})",
+                    # the exception may carry internals: it goes to the event and the log
+                    f"blocked: the permission gate {impl.plugin!r} failed",
                 )
             if result is None:
                 continue

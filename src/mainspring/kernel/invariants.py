@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages import LLM_ROLES, AssistantMessage, ToolCall, ToolResultMessage
+from ..messages import LLM_ROLES, AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 
-__all__ = ["transcript_problem"]
+__all__ = ["is_sendable", "transcript_problem"]
+
+_FAILED = frozenset({"error", "aborted"})
+"""Stop reasons of replies that are kept in the transcript but never sent again."""
 
 
 def transcript_problem(messages: Sequence[Any], *, llm_only: bool = False) -> str | None:
@@ -60,3 +63,12 @@ def _unanswered(open_calls: dict[str, bool] | None, index: int) -> str | None:
     if missing:
         return f"tool call(s) {', '.join(map(repr, missing))} of message {index} have no result"
     return None
+
+
+def is_sendable(message: Any) -> bool:
+    """Whether the built-in converter passes ``message`` to a provider as it is: a user or
+    tool-result message, or an assistant message that did not fail."""
+    kind = type(message)
+    if kind is UserMessage or kind is ToolResultMessage:
+        return True
+    return kind is AssistantMessage and message.stop_reason not in _FAILED

@@ -19,8 +19,8 @@ from ..errors import HookError, describe_error
 from ..logs import get_logger
 from ..messages import AssistantMessage, trusted_construct
 from ..providers.base import ModelRequest, ProviderError, StreamDone, StreamEvent
+from ..signal import RunAborted
 from .events import CompactionEnd, CompactionStart, MessageEnd, MessageStart, Retry, message_update
-from .signal import RunAborted
 from .stream import StreamAssembler
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ async def prepare_messages(run: Run) -> tuple[Any, ...]:
 
 async def count_tokens(run: Run, messages: tuple[Any, ...]) -> int:
     """The request's size per ``count_tokens`` (the built-in estimate if all fail)."""
-    from ..plugins.tokens import estimate_tokens
+    from .estimate import estimate_tokens
 
     transcript = run.core.messages
     # the request is the transcript itself: the built-in estimate is already known
@@ -82,14 +82,16 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
     run.compacting = (reason, tokens_before)
     await run.emit(CompactionStart, reason=reason, tokens_before=tokens_before)
     error: str | None = None
+    plugin: str | None = None
     tokens_after = tokens_before
     try:
-        result = await run.hooks.compact(
+        won = await run.hooks.compact(
             run.core.messages.as_tuple(), run.model, reason, run.agent, run.signal
         )
+        result, plugin = won if won is not None else (None, None)
     except HookError as failure:
         await run.report_hook_error(failure, "compaction skipped; the transcript is unchanged")
-        result, error = None, failure.cause_text
+        result, error, plugin = None, failure.cause_text, failure.plugin
     except RunAborted:
         if not run.guard.aborted:
             raise
@@ -102,7 +104,7 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
             tokens_after = await count_tokens(run, await prepare_messages(run))
         except BaseException:
             # the compaction took effect: report it as such before the failure goes on
-            from ..plugins.tokens import estimate_tokens
+            from .estimate import estimate_tokens
 
             run.compacting = None
             await run.emit(
@@ -111,6 +113,7 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
                 tokens_before=tokens_before,
                 tokens_after=estimate_tokens(result.messages),
                 error=None,
+                plugin=plugin,
             )
             await run.set_phase("turn")
             raise
@@ -121,6 +124,7 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
         tokens_before=tokens_before,
         tokens_after=tokens_after,
         error=error,
+        plugin=plugin,
     )
     await run.set_phase("turn")
     return result is not None

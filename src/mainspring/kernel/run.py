@@ -215,6 +215,8 @@ class Run:
 
     async def begin_turn(self) -> None:
         """Open the next turn: ``turn_start``."""
+        if self.delivery.reports:
+            await self._report_stalled()  # between turns, before the turn counts as open
         self.core.turn = self.turn_count
         structlog.contextvars.bind_contextvars(turn=self.turn_count)
         self.turn_count += 1

@@ -9,8 +9,10 @@ the model is sent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, final
@@ -52,7 +54,16 @@ class FileLocks:
 class CallContext:
     """The :class:`~mainspring.ToolContext` of one executing call."""
 
-    __slots__ = ("_finished", "_index", "_locks", "_queue", "signal", "tool_call_id")
+    __slots__ = (
+        "_finished",
+        "_index",
+        "_locks",
+        "_loop",
+        "_loop_thread",
+        "_queue",
+        "signal",
+        "tool_call_id",
+    )
 
     def __init__(
         self,
@@ -68,11 +79,27 @@ class CallContext:
         self._queue = queue
         self._locks = locks
         self._finished = False
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()  # built by the run, on the loop's thread
 
     def update(self, partial: Any) -> None:
-        """Schedule a ``tool_execution_update``; a no-op once the call has finished."""
+        """Schedule a ``tool_execution_update``; a no-op once the call has finished.
+
+        Synchronous and safe from any thread: a plain-function tool runs in a worker
+        thread, and its reports are handed to the event loop.
+        """
+        if self._finished:
+            return
+        item = (self._index, False, partial)
+        if threading.get_ident() == self._loop_thread:
+            self._queue.put_nowait(item)
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed: the run is over
+            self._loop.call_soon_threadsafe(self._put_late, item)
+
+    def _put_late(self, item: tuple[int, bool, Any]) -> None:
         if not self._finished:
-            self._queue.put_nowait((self._index, False, partial))
+            self._queue.put_nowait(item)
 
     def file_lock(self, path: str) -> Any:
         """Serialise calls touching ``path`` (see :class:`FileLocks`)."""

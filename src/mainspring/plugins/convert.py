@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..hookspecs import hookimpl
+from ..kernel.invariants import is_sendable
 from ..messages import AssistantMessage, CompactionSummary, ToolResultMessage, UserMessage
 
 __all__ = ["convert_to_llm", "is_sendable", "render_summary"]
@@ -29,14 +30,6 @@ def render_summary(summary: CompactionSummary) -> UserMessage:
 
 
 _FAILED = frozenset({"error", "aborted"})
-
-
-def is_sendable(message: Any) -> bool:
-    """Whether this converter passes ``message`` to a provider as it is."""
-    kind = type(message)
-    if kind is UserMessage or kind is ToolResultMessage:
-        return True
-    return kind is AssistantMessage and message.stop_reason not in _FAILED
 
 
 def _first_to_convert(messages: tuple[Any, ...]) -> int | None:

@@ -84,7 +84,7 @@ def _http_options(settings: Any, name: str) -> dict[str, Any]:
 
 
 def _faux() -> Any:
-    from ..testing.faux import FauxProvider
+    from ..providers.faux import FauxProvider
 
     return FauxProvider()
 

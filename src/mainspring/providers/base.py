@@ -13,8 +13,8 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from ..kernel.signal import AbortSignal
 from ..messages import StopReason, Usage
+from ..signal import AbortSignal
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",

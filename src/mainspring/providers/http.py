@@ -31,7 +31,7 @@ from typing import Any, Protocol, TypeAlias
 
 import httpx
 
-from ..kernel.signal import AbortSignal
+from ..signal import AbortSignal
 from .base import Model, ModelRequest, ProviderError, StreamEvent
 from .errors import (
     SECRET_HEADER,
@@ -176,6 +176,14 @@ class HTTPProvider:
         """The provider's own headers (authentication, API version); override."""
         return {}
 
+    def credentials_problem(self) -> str | None:
+        """Why a request cannot be made as configured (a missing API key), or ``None``.
+
+        Checked before every request; a problem is raised as a non-retryable
+        :class:`ProviderError` before any connection is made. Override.
+        """
+        return None
+
     endpoint: str = ""
     """The streaming endpoint's path below ``base_url``; set by each provider."""
 
@@ -191,6 +199,9 @@ class HTTPProvider:
         self, request: ModelRequest, signal: AbortSignal
     ) -> AsyncIterator[StreamEvent]:
         """Stream the reply to ``request``: POST, decode SSE events, map them to deltas."""
+        problem = self.credentials_problem()
+        if problem is not None:
+            raise ProviderError(f"{self.name}: {problem}", retryable=False)
         body = self.request_body(request)
         state = self._stream_state(request)
         async with aclosing(self._sse(self.endpoint, body, signal)) as events:

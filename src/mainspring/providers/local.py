@@ -62,8 +62,8 @@ from typing import Any, Literal, TypeAlias
 
 import httpx
 
-from ..kernel.signal import AbortSignal
 from ..messages import AssistantMessage, TextContent
+from ..signal import AbortSignal
 from .base import (
     Model,
     ModelRequest,

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any, TypeVar, overload
 
 from ..kernel.events import Event, MessageEnd
-from ..kernel.signal import AbortSignal
+from ..signal import AbortSignal
 from .grammar import check_event_grammar
 
 __all__ = ["EventRecorder"]

@@ -13,7 +13,6 @@ import json
 import os
 from collections.abc import AsyncIterator, Iterable
 
-from ..kernel.signal import AbortSignal
 from ..messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
 from ..providers.base import (
     Model,
@@ -29,6 +28,7 @@ from ..providers.base import (
     UsageReport,
 )
 from ..sessions import read_session
+from ..signal import AbortSignal
 
 __all__ = ["ReplayProvider"]
 

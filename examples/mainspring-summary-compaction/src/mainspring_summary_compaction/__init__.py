@@ -71,9 +71,7 @@ from mainspring import (
     UserMessage,
     hookimpl,
 )
-from mainspring.messages import message_text
-from mainspring.plugins.compaction import cut_index
-from mainspring.plugins.tokens import estimate_tokens
+from mainspring.compaction import cut_index, estimate_tokens, message_text
 from mainspring.providers import StreamDone, TextDelta
 from pydantic import BaseModel
 
