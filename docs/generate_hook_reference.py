@@ -1,4 +1,6 @@
-"""Regenerate docs/hooks.md from the hookspec docstrings: ``python docs/generate_hook_reference.py``.
+"""Regenerate docs/hooks.md from the hookspec docstrings.
+
+Run ``python docs/generate_hook_reference.py``.
 
 The test suite checks that the committed file is up to date.
 """
@@ -6,6 +8,7 @@ The test suite checks that the committed file is up to date.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -37,6 +40,31 @@ ORDER = (
 )
 
 
+_ROLE = re.compile(r":(?:py:)?[a-z]+:`([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def _role_target(match: re.Match[str]) -> str:
+    """A Sphinx cross-reference as Markdown code: ``:class:`~a.B``` → `B`."""
+    text = match.group(1)
+    titled = re.fullmatch(r"(.+?)\s*<([^>]+)>", text)
+    if titled:
+        return f"`{titled.group(1)}`"
+    if text.startswith("~"):
+        text = text[1:].rsplit(".", 1)[-1]
+    return f"`{text}`"
+
+
+def markdown(doc: str) -> str:
+    """A docstring's reStructuredText inline markup as Markdown.
+
+    Cross-reference roles (``:class:``, ``:func:``, ``:meth:``…) become code spans named
+    as Sphinx would show them (a leading ``~`` keeps the last component), and double
+    backquoted literals become single-backquoted code spans.
+    """
+    return _LITERAL.sub(r"`\1`", _ROLE.sub(_role_target, doc))
+
+
 def render() -> str:
     """The reference as Markdown."""
     missing = (hookspecs.SYNC_HOOKS | hookspecs.ASYNC_HOOKS) - set(ORDER)
@@ -47,7 +75,7 @@ def render() -> str:
         function = getattr(hookspecs, name)
         signature = str(inspect.signature(function)).replace("'", "")
         kind = "sync" if name in hookspecs.SYNC_HOOKS else "sync or async"
-        doc = inspect.cleandoc(function.__doc__ or "")
+        doc = markdown(inspect.cleandoc(function.__doc__ or ""))
         parts.append(f"## `{name}`\n\n```python\n{name}{signature}\n```\n\n*{kind}*\n\n{doc}\n\n")
     return "".join(parts).rstrip() + "\n"
 

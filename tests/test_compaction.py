@@ -148,6 +148,7 @@ async def test_compaction_at_the_threshold_replaces_the_transcript() -> None:
     assert end.tokens_after < end.tokens_before
     assert end.tokens_after <= THRESHOLD
     assert end.error is None
+    assert end.plugin == "fallback_compaction"  # the built-in fallback compacted
     assert start.turn == end.turn == 0
     assert phases(recorder) == [
         ("idle", "turn"),
@@ -378,6 +379,7 @@ async def test_a_plugin_compact_wins_over_the_fallback() -> None:
     assert "PLUGIN SUMMARY" in text_of(provider.requests[0].messages[0])
     [end] = recorder.of_type("compaction_end")
     assert end.error is None
+    assert end.plugin == "summariser"
     assert end.tokens_after < end.tokens_before
     assert recorder.of_type("hook_error") == []
 
@@ -435,6 +437,7 @@ async def test_a_raising_compact_reports_and_the_run_goes_on_uncompacted() -> No
     [start] = recorder.of_type("compaction_start")
     [end] = recorder.of_type("compaction_end")
     assert end.error is not None and "summariser down" in end.error
+    assert end.plugin == "broken-compactor"
     assert end.tokens_after == end.tokens_before == start.tokens_before
     types = recorder.types()
     assert (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,3 +27,11 @@ def test_every_docs_page_is_linked_from_the_index() -> None:
     for page in sorted((ROOT / "docs").glob("*.md")):
         if page.name != "README.md":
             assert f"({page.name})" in index, f"{page.name} is not linked from docs/README.md"
+
+
+def test_the_hook_reference_shows_no_restructuredtext_markup() -> None:
+    reference = (ROOT / "docs" / "hooks.md").read_text(encoding="utf-8")
+    roles = re.findall(r":[a-z]+:`[^`]*`", reference)
+    assert roles == [], f"Sphinx roles shown literally: {roles[:5]}"
+    assert "``" not in reference.replace("```", ""), "double backquotes shown literally"
+    assert "`Agent`" in reference  # :class:`~mainspring.Agent` became code

@@ -364,6 +364,8 @@ async def test_a_raising_gate_fails_closed(kind: str) -> None:
     (result,) = results(recorder)
     assert result.is_error
     assert "policy-pack" in result.text
+    # the model learns that the gate failed, not what it raised (that may be internal)
+    assert "policy database unreachable" not in result.text
     assert recorder.of_type("agent_end")[0].reason == "stop"
 
 

@@ -69,6 +69,7 @@ from .http import (
     decode_event_json,
     error_from_payload,
 )
+from .keys import missing_key
 from .sse import SSEEvent
 
 __all__ = [
@@ -140,6 +141,10 @@ class AnthropicProvider(HTTPProvider):
             headers=headers,
             request_timeout_s=request_timeout_s,
         )
+
+    def credentials_problem(self) -> str | None:
+        """``ANTHROPIC_API_KEY`` missing for a server that is not local (see :mod:`.keys`)."""
+        return missing_key(self.name, self._api_key, self.base_url, "ANTHROPIC_API_KEY")
 
     def _auth_headers(self) -> dict[str, str]:
         headers = {"anthropic-version": ANTHROPIC_VERSION}

@@ -64,6 +64,7 @@ from .http import (
     decode_event_json,
     error_from_payload,
 )
+from .keys import missing_key
 from .sse import SSEEvent
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider", "to_openai_messages"]
@@ -123,6 +124,10 @@ class OpenAIProvider(HTTPProvider):
         self.max_tokens_field: MaxTokensField = max_tokens_field or (
             "max_completion_tokens" if official else "max_tokens"
         )
+
+    def credentials_problem(self) -> str | None:
+        """``OPENAI_API_KEY`` missing for a server that is not local (see :mod:`.keys`)."""
+        return missing_key(self.name, self._api_key, self.base_url, "OPENAI_API_KEY")
 
     def _auth_headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
