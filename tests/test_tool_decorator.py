@@ -582,3 +582,36 @@ async def test_json_schema_tool_validates_through_schema_problems() -> None:
     )
     assert caught.value.received is bad
     assert "Received arguments" in str(caught.value)
+
+
+class _Inner(BaseModel):
+    level: int = 1
+
+
+class _Nested(BaseModel):
+    path: str
+    inner: _Inner | None = None
+    many: list[_Inner] = []
+
+
+def test_nested_models_refuse_unknown_keys_at_every_level() -> None:
+    @tool
+    def place(target: _Nested) -> str:
+        """Place a target."""
+        return target.path
+
+    schema = place.spec.parameters
+    nested = schema["$defs"]["_Nested"]
+    assert nested["additionalProperties"] is False
+    assert schema["$defs"]["_Inner"]["additionalProperties"] is False
+    for arguments in (
+        {"target": {"path": "a", "bogus": 1}},
+        {"target": {"path": "a", "inner": {"level": 2, "bogus": 1}}},
+        {"target": {"path": "a", "many": [{"bogus": 1}]}},
+    ):
+        with pytest.raises(ToolArgumentsError, match="bogus"):
+            place.validate(arguments)
+    accepted = place.validate({"target": {"path": "a", "inner": {"level": 2}}})
+    assert isinstance(accepted.target, _Nested)
+    # the author's own model is untouched
+    assert _Nested.model_validate({"path": "a", "bogus": 1}).path == "a"

@@ -175,7 +175,7 @@ def _build(
         doc = documented.get(parameter.name)
         if doc:
             extra.append(Field(description=doc))
-        annotation = _annotate(hint, extra)
+        annotation = _annotate(strict(hint), extra)
         if parameter.default is inspect.Parameter.empty:
             fields[field_name] = annotation
         else:
@@ -266,6 +266,48 @@ def _field_name(parameter: str, index: int, taken: set[str]) -> str:
     while candidate in taken or hasattr(BaseModel, candidate):
         candidate += "_"
     return candidate
+
+
+def strict(hint: Any) -> Any:
+    """``hint`` with every pydantic model in it refusing unknown keys, however nested.
+
+    A model whose author set ``extra`` keeps its setting; any other is replaced by a
+    subclass (same name, same fields) with ``extra="forbid"``, so the model's schema says
+    ``additionalProperties: false`` and a key it does not know is a validation error, as
+    at the top level. Lists, tuples, dicts, unions and ``Annotated`` are looked into.
+    """
+    if isinstance(hint, type) and issubclass(hint, BaseModel):
+        return _strict_model(hint)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if not args:
+        return hint
+    if origin is Annotated:
+        return Annotated[(strict(args[0]), *args[1:])]
+    inner = tuple(strict(arg) for arg in args)
+    if inner == args:
+        return hint
+    if origin is Union:
+        return Union[inner]  # noqa: UP007 - rebuilt from typing's own parts
+    if origin is types.UnionType:
+        return functools.reduce(lambda left, right: left | right, inner)
+    if origin in (list, tuple, set, frozenset, dict):
+        return origin[inner]
+    return hint
+
+
+@functools.cache
+def _strict_model(model: type[BaseModel]) -> type[BaseModel]:
+    if model.model_config.get("extra") is not None:
+        return model
+    fields: dict[str, Any] = {
+        name: (strict(info.annotation), info) for name, info in model.model_fields.items()
+    }
+    derived: type[BaseModel] = create_model(
+        model.__name__, __base__=model, __module__=model.__module__, **fields
+    )
+    derived.model_config["extra"] = "forbid"
+    derived.model_rebuild(force=True)
+    return derived
 
 
 def _annotate(hint: Any, extra: list[FieldInfo]) -> Any:
