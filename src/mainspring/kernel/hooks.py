@@ -68,6 +68,15 @@ def _attributed(hook: str, impl: Implementation, error: BaseException) -> HookEr
     return wrapped
 
 
+def _timed_out(error: HookError) -> bool:
+    return isinstance(error.__cause__, HookTimeoutError)
+
+
+def _kernel_finding(error: HookError) -> bool:
+    """Whether the kernel wrote ``error``'s text (not a plugin's exception message)."""
+    return error.__cause__ is None or _timed_out(error)
+
+
 def _text(reason: object) -> str:
     """A gate's reason as text; a reason that is not a string is named by its type."""
     return reason if isinstance(reason, str) else f"(a {type(reason).__name__} as the reason)"
@@ -286,18 +295,19 @@ class Hooks:
                     result = function(*every[:arity])
                 if is_async or (result is not None and inspect.isawaitable(result)):
                     result = await guard.watch(result, impl, timeout)
-                if fingerprint is not None and fingerprint() != before:
+                # a gate that is not handed the arguments cannot have changed them
+                if fingerprint is not None and arity != 1 and fingerprint() != before:
                     raise HookError(
                         "before_tool_call", impl.plugin, "changed the arguments it was asked about"
                     )
             except BaseException as raised:
                 error = self._failure("before_tool_call", impl, raised)
                 await report(error, "call blocked (fail closed)")
+                # a plugin's exception may carry internals: it goes to the event and the
+                # log; the kernel's own findings (a timeout, changed arguments) are shown
+                why = f" ({error.cause_text})" if _kernel_finding(error) else ""
                 return GateDecision(
-                    True,
-                    impl.plugin,
-                    # the exception may carry internals: it goes to the event and the log
-                    f"blocked: the permission gate {impl.plugin!r} failed",
+                    True, impl.plugin, f"blocked: the permission gate {impl.plugin!r} failed{why}"
                 )
             if result is None:
                 continue
@@ -353,7 +363,7 @@ class Hooks:
             except BaseException as raised:
                 error = self._failure("request_approval", impl, raised)
                 await report(error, "the calls it was asked about are blocked (fail closed)")
-                timed_out = isinstance(error.__cause__, HookTimeoutError)
+                timed_out = _timed_out(error)
                 why = "no answer in time" if timed_out else f"it failed ({error.cause_text})"
                 pending.decide_rest(
                     Decision(
