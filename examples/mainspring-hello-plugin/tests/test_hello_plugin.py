@@ -10,9 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 import mainspring_hello_plugin
+import pytest
+from mainspring_hello_plugin import PLUGIN_NAME
 
+import mainspring
 from mainspring import Agent, Settings
-from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
+from mainspring.testing import (
+    EventRecorder,
+    FauxProvider,
+    check_entry_point,
+    check_event_grammar,
+    faux,
+)
 
 PLUGIN = "mainspring_hello_plugin"  # an in-process module plugin is named by its module
 
@@ -100,25 +109,39 @@ async def test_the_refused_name_is_configurable() -> None:
     assert texts[1] == "Hello, Voldemort!"
 
 
-async def test_the_gate_leaves_other_tools_alone() -> None:
-    import mainspring
+@mainspring.tool
+def shout(name: str) -> str:
+    """Shout a name."""
+    return name.upper()
 
-    @mainspring.tool
-    def shout(name: str) -> str:
-        """Shout a name."""
-        return name.upper()
 
-    agent = Agent(
-        model="faux:test",
-        provider=FauxProvider([faux.tool_call("shout", {"name": "Voldemort"}), faux.text("ok")]),
-        plugins=[mainspring_hello_plugin],
-        autoload=False,
-        tools=[shout],
-    )
-    recorder = EventRecorder()
-    agent.subscribe(recorder)
+# The pytest plugin of mainspring.testing (registered when mainspring is installed) gives
+# an `agent` on a scripted `faux_provider` with a `recorder` subscribed, and checks the
+# event grammar after the test; markers choose its plugins, tools, settings and model.
+
+
+@pytest.mark.mainspring_plugins(mainspring_hello_plugin)
+@pytest.mark.mainspring_tools(shout)
+async def test_the_gate_leaves_other_tools_alone(agent, faux_provider, recorder) -> None:
+    faux_provider.extend([faux.tool_call("shout", {"name": "Voldemort"}), faux.text("ok")])
+
     await agent.prompt("shout")
 
-    check_event_grammar(recorder.events)
     assert recorder.of_type("tool_decision")[0].decision == "allow"
     assert recorder.of_type("tool_execution_end")[0].result.text == "VOLDEMORT"
+
+
+@pytest.mark.mainspring_plugins(mainspring_hello_plugin)
+@pytest.mark.mainspring_settings(Settings(plugin_options={PLUGIN_NAME: {"refuse": "Ada"}}))
+async def test_the_configured_name_is_refused(agent, faux_provider, recorder) -> None:
+    faux_provider.extend([faux.tool_call("greet", {"name": "Ada"}), faux.text("ok")])
+
+    await agent.prompt("greet Ada")
+
+    assert recorder.of_type("tool_decision")[0].decision == "block"
+
+
+def test_the_entry_point_loads() -> None:
+    """The smoke test every plugin should have: installed, it loads as autoload would."""
+    loaded = check_entry_point(PLUGIN_NAME)
+    assert loaded == {PLUGIN_NAME: mainspring_hello_plugin}

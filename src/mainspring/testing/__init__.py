@@ -6,12 +6,17 @@
 - :class:`EventRecorder` is a subscriber that keeps every event.
 - :func:`check_event_grammar` raises :class:`EventGrammarError` on the first violated
   rule of :data:`RULES` (the ordering guarantees of the event stream).
+- :func:`scripted_run` prompts a fresh agent on a scripted model in one call.
+- :func:`check_entry_point` is the smoke test of an installed plugin distribution.
+- The pytest plugin (:mod:`mainspring.testing.pytest_plugin`, registered automatically)
+  provides the ``agent``, ``faux_provider`` and ``recorder`` fixtures.
 
 Plugin authors import these from ``mainspring.testing``; the module paths below it are
 private.
 """
 
 from . import faux
+from .entry_points import check_entry_point
 from .faux import FauxProvider
 from .grammar import RULES, EventGrammarError, check_event_grammar
 from .recorder import EventRecorder
@@ -25,6 +30,7 @@ __all__ = [
     "FauxProvider",
     "ReplayProvider",
     "ScriptedRun",
+    "check_entry_point",
     "check_event_grammar",
     "faux",
     "scripted_run",

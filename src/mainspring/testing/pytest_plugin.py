@@ -1,66 +1,161 @@
-"""An opt-in pytest plugin for testing plugins without installing them.
+"""The pytest plugin of the testing kit: fixtures for testing a plugin in-process.
 
-Enable it in a ``conftest.py``::
-
-    pytest_plugins = ["mainspring.testing.pytest_plugin"]
+Installed with mainspring and registered through the ``pytest11`` entry point, so its
+fixtures are available in every test session of an environment where mainspring is
+installed, with nothing to enable (``-p no:mainspring.testing.pytest_plugin`` turns
+it off; a ``pytest_plugins`` line naming the module is harmless). It imports
+nothing from mainspring until a fixture is used.
 
 Fixtures:
 
-- ``faux``: an empty :class:`~mainspring.testing.FauxProvider`; script it with
-  ``faux.append(...)`` (or ``faux.extend``) before prompting.
+- ``faux_provider``: an empty :class:`~mainspring.testing.FauxProvider`; script it with
+  ``faux_provider.extend([...])`` (the reply builders are ``mainspring.testing.faux``,
+  which this fixture's name leaves free to import as ``faux``).
 - ``recorder``: an :class:`~mainspring.testing.EventRecorder`.
-- ``agent``: an :class:`~mainspring.Agent` on ``faux`` with the recorder subscribed,
-  installed plugins not autoloaded; plugins under test are added with
-  ``agent_plugins`` (override that fixture, or mark a test
-  ``@pytest.mark.mainspring_plugins(my_plugin)``). After the test, the recorded events
-  are checked with :func:`~mainspring.testing.check_event_grammar`.
+- ``agent``: an :class:`~mainspring.Agent` on ``faux_provider`` with ``recorder``
+  subscribed and installed plugins not autoloaded. After the test, the recorded events
+  are checked with :func:`~mainspring.testing.check_event_grammar`. It is built from four
+  fixtures, each of which a test module or ``conftest.py`` may override, and each of
+  which a marker sets for one test:
+
+  ============== ===================================== ============== ===============
+  fixture        marker                                default        becomes
+  ============== ===================================== ============== ===============
+  agent_plugins  ``mainspring_plugins(*plugins)``      ``[]``         ``plugins=``
+  agent_tools    ``mainspring_tools(*tools)``          ``[]``         ``tools=``
+  agent_settings ``mainspring_settings(settings)``     ``None``       ``settings=``
+  agent_model    ``mainspring_model("faux:id")``       ``faux:test``  ``model=``
+  ============== ===================================== ============== ===============
+
+- ``faux``: the former name of ``faux_provider``, kept working; it warns with a
+  ``DeprecationWarning`` because it hides the ``faux`` reply builders in a test.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..kernel.agent import Agent
-from .faux import FauxProvider
-from .grammar import check_event_grammar
-from .recorder import EventRecorder
+if TYPE_CHECKING:
+    from ..kernel.agent import Agent
+    from ..settings import Settings
+    from .faux import FauxProvider
+    from .recorder import EventRecorder
 
-__all__ = ["agent", "agent_plugins", "faux", "recorder"]
+__all__ = [
+    "agent",
+    "agent_model",
+    "agent_plugins",
+    "agent_settings",
+    "agent_tools",
+    "faux",
+    "faux_provider",
+    "recorder",
+]
+
+_MARKERS = (
+    "mainspring_plugins(*plugins): in-process plugins of the `agent` fixture",
+    "mainspring_tools(*tools): tools of the `agent` fixture",
+    "mainspring_settings(settings): the Settings of the `agent` fixture",
+    "mainspring_model(model): the model of the `agent` fixture (default faux:test)",
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``mainspring_plugins`` marker."""
-    config.addinivalue_line(
-        "markers", "mainspring_plugins(*plugins): plugins registered on the `agent` fixture"
-    )
+    """Register the markers that configure the ``agent`` fixture."""
+    for line in _MARKERS:
+        config.addinivalue_line("markers", line)
+
+
+def _marker(request: pytest.FixtureRequest, name: str) -> pytest.Mark | None:
+    mark: pytest.Mark | None = request.node.get_closest_marker(name)
+    return mark
 
 
 @pytest.fixture
-def faux() -> FauxProvider:
-    """An empty scripted provider."""
+def faux_provider() -> FauxProvider:
+    """An empty scripted provider; ``extend`` it with replies before prompting."""
+    from .faux import FauxProvider
+
     return FauxProvider()
+
+
+@pytest.fixture
+def faux(faux_provider: FauxProvider) -> FauxProvider:
+    """Deprecated name of ``faux_provider`` (it hides the ``faux`` reply builders)."""
+    warnings.warn(
+        "the `faux` fixture is deprecated: use `faux_provider` (and import the reply "
+        "builders as `from mainspring.testing import faux`)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return faux_provider
 
 
 @pytest.fixture
 def recorder() -> EventRecorder:
     """A subscriber that keeps every event."""
+    from .recorder import EventRecorder
+
     return EventRecorder()
 
 
 @pytest.fixture
 def agent_plugins(request: pytest.FixtureRequest) -> list[Any]:
-    """The in-process plugins of the ``agent`` fixture (from the marker by default)."""
-    marker = request.node.get_closest_marker("mainspring_plugins")
-    return list(marker.args) if marker else []
+    """The in-process plugins of ``agent``: the ``mainspring_plugins`` marker's, or none."""
+    mark = _marker(request, "mainspring_plugins")
+    return list(mark.args) if mark else []
 
 
 @pytest.fixture
-def agent(faux: FauxProvider, recorder: EventRecorder, agent_plugins: list[Any]) -> Iterator[Agent]:
-    """An agent on ``faux`` with ``recorder`` subscribed; grammar-checked afterwards."""
-    built = Agent(model="faux:test", provider=faux, plugins=agent_plugins, autoload=False)
+def agent_tools(request: pytest.FixtureRequest) -> list[Any]:
+    """Extra tools of ``agent``: the ``mainspring_tools`` marker's, or none."""
+    mark = _marker(request, "mainspring_tools")
+    return list(mark.args) if mark else []
+
+
+@pytest.fixture
+def agent_settings(request: pytest.FixtureRequest) -> Settings | None:
+    """The settings of ``agent``: the ``mainspring_settings`` marker's, or the defaults."""
+    mark = _marker(request, "mainspring_settings")
+    if mark is None:
+        return None
+    (settings,) = mark.args
+    result: Settings = settings
+    return result
+
+
+@pytest.fixture
+def agent_model(request: pytest.FixtureRequest) -> Any:
+    """The model of ``agent``: the ``mainspring_model`` marker's, or ``"faux:test"``."""
+    mark = _marker(request, "mainspring_model")
+    return mark.args[0] if mark else "faux:test"
+
+
+@pytest.fixture
+def agent(
+    faux_provider: FauxProvider,
+    recorder: EventRecorder,
+    agent_plugins: list[Any],
+    agent_tools: list[Any],
+    agent_settings: Settings | None,
+    agent_model: Any,
+) -> Iterator[Agent]:
+    """An agent on ``faux_provider`` with ``recorder`` subscribed; grammar-checked after."""
+    from ..kernel.agent import Agent
+    from .grammar import check_event_grammar
+
+    built = Agent(
+        model=agent_model,
+        provider=faux_provider,
+        plugins=agent_plugins,
+        tools=agent_tools,
+        settings=agent_settings,
+        autoload=False,
+    )
     built.subscribe(recorder)
     yield built
     if recorder.events:
