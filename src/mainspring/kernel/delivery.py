@@ -66,8 +66,9 @@ class Delivery:
     """Delivers a run's events to the subscribers and observers (see the module)."""
 
     __slots__ = (
-        "_key",
+        "_listeners",
         "_plan",
+        "_version",
         "agent",
         "failing",
         "guard",
@@ -94,15 +95,16 @@ class Delivery:
         """Set once the run is failing: failures are logged, never raised."""
         self.reports: list[HookError] = []
         """Steps that timed out or were detached, for ``hook_error`` events."""
-        self._key: tuple[Any, Any] | None = None
+        self._listeners: tuple[Any, ...] | None = None
+        self._version = -1
         self._plan: tuple[_Step, ...] = ()
 
     def plan(self, listeners: tuple[Any, ...]) -> tuple[_Step, ...]:
-        """The delivery plan for ``listeners`` then the current observers."""
-        observers = self.relay.plan("on_event")
-        key = (listeners, observers)
-        if self._key is not None and self._key[0] is listeners and self._key[1] is observers:
+        """The delivery plan for ``listeners`` then the current observers (cached)."""
+        relay = self.relay
+        if listeners is self._listeners and relay.version == self._version:
             return self._plan
+        observers = relay.plan("on_event")
         steps: list[_Step] = [
             (listener, LISTENER, False, listener, index) for index, listener in enumerate(listeners)
         ]
@@ -111,7 +113,7 @@ class Delivery:
             (function, arity, is_async, impl, offset + position)
             for function, arity, is_async, position, impl in observers
         )
-        self._key, self._plan = key, tuple(steps)
+        self._listeners, self._version, self._plan = listeners, relay.version, tuple(steps)
         return self._plan
 
     def deliver(self, event: Any, listeners: tuple[Any, ...]) -> Awaitable[None] | None:
@@ -152,9 +154,10 @@ class Delivery:
     ) -> None:
         """The rest of :meth:`deliver` from the step at ``position``, which is pending."""
         agent, signal, guard, timeout = self.agent, self.signal, self.guard, self.timeout_s
+        watch = guard.watch
         function, arity, _, owner, _ = plan[position]
         try:
-            await guard.watch(pending, owner, timeout)
+            await watch(pending, owner, timeout)
         except BaseException as raised:
             failure = self._failed(owner, arity, event, raised, failure)
         skipped = guard.stalled
@@ -162,14 +165,19 @@ class Delivery:
             if skipped and id(owner) in skipped:
                 continue
             try:
-                if arity == LISTENER:
+                # as in deliver(): async observers make this loop hot too
+                if arity == 1:
+                    result = function(event)
+                elif arity == 3:
+                    result = function(event, agent, signal)
+                elif arity == LISTENER:
                     result = function(event, signal)
                 elif arity == GENERAL:
                     result = owner.general_call((event, agent, signal))
                 else:
                     result = function(*(event, agent, signal)[:arity])
                 if is_async or (result is not None and inspect.isawaitable(result)):
-                    await guard.watch(result, owner, timeout)
+                    await watch(result, owner, timeout)
             except BaseException as raised:
                 failure = self._failed(owner, arity, event, raised, failure)
         if failure is not None:

@@ -153,18 +153,21 @@ class HookRelay:
     registering or unregistering a plugin).
     """
 
-    __slots__ = ("_cache", "_fallbacks", "_plans", "_pm")
+    __slots__ = ("_cache", "_fallbacks", "_plans", "_pm", "version")
 
     def __init__(self, pm: pluggy.PluginManager, fallbacks: frozenset[str] = frozenset()) -> None:
         self._pm = pm
         self._fallbacks = fallbacks
         self._cache: dict[str, tuple[Implementation, ...]] = {}
+        self.version = 0
+        """Increases at every :meth:`invalidate`: a plan built from an older one is stale."""
         self._plans: dict[str, tuple[PlanStep, ...]] = {}
 
     def invalidate(self) -> None:
-        """Forget the compiled plans."""
+        """Forget the compiled plans (``version`` changes, so users of a plan rebuild)."""
         self._cache.clear()
         self._plans.clear()
+        self.version += 1
 
     def plan(self, hook: str) -> tuple[PlanStep, ...]:
         """:meth:`implementations` as ``(function, arity, is_async, position, impl)`` tuples.

@@ -179,7 +179,7 @@ async def _stream(
         iterator = aiter(run.provider.stream(request, signal))
         next_delta = iterator.__anext__
         turn = core.turn  # one request belongs to one turn
-        watch, provider = run.guard.watch, run.provider
+        watch, provider, deliver = run.guard.watch, run.provider, run.delivery.deliver
         try:
             while True:  # leaves on the stream's end, a failure, or an abort
                 try:
@@ -213,7 +213,7 @@ async def _stream(
                     core.seq += 1
                     update = message_update(core.seq, run_id, turn, assembler.snapshot(), delta)
                 core.streaming = update
-                pending = run.deliver(update)
+                pending = deliver(update, core.listeners)
                 if pending is not None:
                     await pending
                 if signal.aborted:
