@@ -22,7 +22,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, final
+from typing import Any, NamedTuple, TypeVar, final
 
 import pluggy
 
@@ -82,8 +82,14 @@ class Implementation:
         return self.function(*args[: self.arity])
 
 
-PlanStep = tuple[Callable[..., Any], int, bool, int, Implementation]
-"""One step of :meth:`HookRelay.plan`."""
+class PlanStep(NamedTuple):
+    """One step of :meth:`HookRelay.plan`; hot loops unpack it like a plain tuple."""
+
+    function: Callable[..., Any]
+    arity: int
+    is_async: bool
+    position: int
+    impl: Implementation
 
 
 def call_plain(hook: str, impl: Implementation, args: tuple[Any, ...]) -> Any:
@@ -178,7 +184,7 @@ class HookRelay:
         cached = self._plans.get(hook)
         if cached is None:
             cached = self._plans[hook] = tuple(
-                (impl.function, impl.arity, impl.is_async, position, impl)
+                PlanStep(impl.function, impl.arity, impl.is_async, position, impl)
                 for position, impl in enumerate(self.implementations(hook))
             )
         return cached
