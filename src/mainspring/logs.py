@@ -18,7 +18,13 @@ from typing import Any
 
 import structlog
 
-__all__ = ["SECRET_KEY_PATTERN", "configure_logging", "get_logger", "redact_secrets"]
+__all__ = [
+    "SECRET_KEY_PATTERN",
+    "configure_logging",
+    "get_logger",
+    "redact_secrets",
+    "render_line",
+]
 
 SECRET_KEY_PATTERN = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
 """Keys whose values are never logged."""
@@ -51,22 +57,37 @@ def get_logger(name: str) -> Any:
     )
 
 
+def render_line(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> str:
+    """A structlog renderer for a terminal, in the form of the CLI's other messages.
+
+    ``mainspring: warning: plugin disabled (plugin=x, reason=y)``: the level, the event
+    name with spaces, its fields in parentheses, then a traceback if there is one.
+    """
+    event_dict.pop("timestamp", None)
+    level = event_dict.pop("level", "info")
+    event = str(event_dict.pop("event", "")).replace("_", " ")
+    trace = event_dict.pop("exception", None)
+    fields = ", ".join(f"{key}={value}" for key, value in event_dict.items())
+    line = f"mainspring: {level}: {event}" + (f" ({fields})" if fields else "")
+    return f"{line}\n{trace}" if trace else line
+
+
 def configure_logging(level: str = "WARNING", json_output: bool = False) -> None:
-    """Send ``mainspring`` logs at ``level`` to stderr, rendered as console or JSON lines."""
-    renderer: Any = (
-        structlog.processors.JSONRenderer()
-        if json_output
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
-    )
+    """Send ``mainspring`` logs at ``level`` to stderr, one line each: JSON, or
+    :func:`render_line`'s ``mainspring: warning: …`` (JSON lines carry a timestamp)."""
+    processors: list[Any] = [
+        structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+        structlog.stdlib.add_log_level,
+    ]
+    if json_output:
+        processors[1:1] = [structlog.processors.TimeStamper(fmt="iso")]
+        processors.append(structlog.processors.JSONRenderer())
+    else:
+        processors += [structlog.processors.format_exc_info, render_line]
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            processors=[
-                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                structlog.processors.TimeStamper(fmt="iso"),
-                structlog.stdlib.add_log_level,
-                renderer,
-            ],
+            processors=processors,
             foreign_pre_chain=[structlog.stdlib.ExtraAdder(), redact_secrets],
         )
     )

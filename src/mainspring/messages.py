@@ -5,6 +5,10 @@ and models are frozen, so a listener or a plugin can never change the transcript
 the kernel's back. Custom message types are any frozen model with a ``role`` outside
 ``user``/``assistant``/``tool_result``; they live in the transcript and in session files,
 and the ``convert_to_llm`` hook decides what the model sees of them.
+
+Every message type here has ``.text``: a user message's string (or its text blocks
+joined), an assistant reply's or a tool result's text blocks joined (thinking and images
+left out), a compaction summary's ``summary``.
 """
 
 from __future__ import annotations
@@ -186,6 +190,14 @@ class UserMessage(_Frozen):
     content: str | tuple[UserContent, ...]
     timestamp: float = Field(default_factory=_now)
 
+    @property
+    def text(self) -> str:
+        """The text: the content itself when it is a string, else its text blocks joined."""
+        content = self.content
+        if isinstance(content, str):
+            return content
+        return "".join(block.text for block in content if isinstance(block, TextContent))
+
 
 class AssistantMessage(_Frozen):
     """A model reply, assembled by the kernel from the provider's stream.
@@ -255,6 +267,11 @@ class CompactionSummary(_Frozen):
     tokens_before: int = 0
     details: Any = None
     timestamp: float = Field(default_factory=_now)
+
+    @property
+    def text(self) -> str:
+        """The summary (what the model is told about the removed part)."""
+        return self.summary
 
 
 LLM_ROLES: frozenset[str] = frozenset({"user", "assistant", "tool_result"})

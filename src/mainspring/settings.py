@@ -29,6 +29,7 @@ __all__ = [
     "RetrySettings",
     "Settings",
     "ToolSettings",
+    "config_path",
     "load_settings",
 ]
 
@@ -228,6 +229,20 @@ class Settings(_Section):
     from an environment variable."""
 
 
+def config_path(environ: Mapping[str, str] | None = None) -> tuple[str, bool]:
+    """The config file :func:`load_settings` reads without a ``path``, and whether it exists.
+
+    ``$MAINSPRING_CONFIG`` if set, else ``$XDG_CONFIG_HOME/mainspring/config.toml``
+    (``~/.config/mainspring/config.toml`` without the variable).
+    """
+    env = os.environ if environ is None else environ
+    chosen = env.get("MAINSPRING_CONFIG")
+    if not chosen:
+        base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+        chosen = os.path.join(base, "mainspring", "config.toml")
+    return chosen, os.path.exists(chosen)
+
+
 def load_settings(
     path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> Settings:
@@ -247,9 +262,8 @@ def load_settings(
     env = os.environ if environ is None else environ
     candidate = path or env.get("MAINSPRING_CONFIG")
     if candidate is None:
-        base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-        default = os.path.join(base, "mainspring", "config.toml")
-        candidate = default if os.path.exists(default) else None
+        default, exists = config_path(env)
+        candidate = default if exists else None
     data: dict[str, Any] = {}
     if candidate is not None:
         try:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .. import __version__
 from ..errors import PluginLoadError
 from ..kernel.agent import Agent
 from ..logs import configure_logging
@@ -22,6 +22,14 @@ from ..plugins.otel import configure_command
 from ..sessions import SessionFormatError
 from ..settings import load_settings
 from .approve import TerminalApprover, approval_mode
+from .commands import (
+    add_commands,
+    config_command,
+    import_plugin,
+    models_command,
+    new_plugin_command,
+    read_prompt,
+)
 from .mcp import add_mcp_option, apply_mcp_option, mcp_command, server_of
 from .render import JsonRenderer, TerminalRenderer
 
@@ -36,10 +44,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default=os.environ.get("MAINSPRING_LOG_LEVEL", "WARNING"))
     parser.add_argument("--log-json", action="store_true", help="log as JSON lines on stderr")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"mainspring {__version__} (Python {sys.version.split()[0]})",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="run one agent on PROMPT and stream it")
-    run.add_argument("prompt", help="the user's request")
+    run.add_argument(
+        "prompt",
+        nargs="?",
+        default=None,
+        help="the user's request; piped standard input is appended to it (or is the prompt)",
+    )
     _agent_options(run)
     run.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
     run.add_argument(
@@ -58,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=text)
         sub.add_argument("--json", action="store_true", help="print JSON")
         _plugin_options(sub)
+    for sub in add_commands(commands):
+        _plugin_options(sub)
     mcp = commands.add_parser("mcp", help="list MCP servers, their state and their tools")
     mcp.add_argument("--json", action="store_true", help="print JSON")
     _plugin_options(mcp)
@@ -73,8 +93,9 @@ def _plugin_options(parser: argparse.ArgumentParser) -> None:
         "--plugin",
         action="append",
         default=[],
-        metavar="MODULE",
-        help="import MODULE and register it as an in-process plugin (repeatable)",
+        metavar="MODULE[:ATTR]",
+        help="import MODULE (and take its attribute ATTR, as an entry point names it) and "
+        "register it as an in-process plugin (repeatable)",
     )
     parser.add_argument(
         "--no-plugin",
@@ -110,18 +131,8 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     _plugin_options(parser)
 
 
-def _import_plugin(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except Exception as error:
-        raise PluginLoadError(
-            f"--plugin {name}: importing the module failed: {type(error).__name__}: {error}",
-            plugin=name,
-        ) from error
-
-
 def _build_agent(args: argparse.Namespace) -> Agent:
-    plugins = [_import_plugin(name) for name in args.plugin]
+    plugins = [import_plugin(name, sys.stderr) for name in args.plugin]
     if args.command in ("run", "chat"):
         # the terminal is the approver of calls a gate asks about (see cli/approve.py)
         mode = approval_mode(args.yes, args.no, sys.stdin.isatty())
@@ -176,7 +187,7 @@ async def _run(args: argparse.Namespace, agent: Agent) -> int:
     )
     agent.subscribe(renderer)
     async with agent:  # closing stops the MCP servers it started
-        await agent.prompt(args.prompt)
+        await agent.prompt(args.prompt_text)
     return EXIT_OK if renderer.reason in ("stop", "stopped_by_hook") else EXIT_RUN_FAILED
 
 
@@ -236,6 +247,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     configure_logging(args.log_level, args.log_json)
+    if args.command == "new-plugin":
+        return new_plugin_command(args.name, args.directory)
+    if args.command == "run":
+        try:
+            args.prompt_text = read_prompt(args.prompt, sys.stdin)
+        except ValueError as error:
+            parser.error(str(error))
+    if args.command == "config":
+        try:
+            return config_command(args.json, args.all)
+        except ValueError as error:
+            print(f"mainspring: {error}", file=sys.stderr)
+            return EXIT_USAGE
     if args.command == "install-model":
         from ..providers.local import install_model
 
@@ -251,6 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _tools(agent, args.json)
     if args.command == "mcp":
         return mcp_command(agent, args.json)
+    if args.command == "models":
+        return models_command(agent, args.json)
     _report_disabled(agent)
     _report_remembered(agent)
     if args.command == "chat":

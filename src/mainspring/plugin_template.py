@@ -1,0 +1,237 @@
+"""A new plugin package, ready to install and test: ``mainspring new-plugin NAME``.
+
+:func:`write_plugin` writes a distribution named ``NAME`` whose module (``NAME`` with
+``-`` as ``_``) holds one tool and one permission gate, registered under the
+``mainspring`` entry-point group; tests that use :mod:`mainspring.testing` (the pytest
+plugin's fixtures, ``scripted_run`` and the ``check_entry_point`` smoke test); a README;
+and a ``pyproject.toml`` with a version, a build system (hatchling) and pytest settings
+(pytest-asyncio in ``auto`` mode). ``pip install -e "NAME[test]"`` then ``pytest NAME``
+passes as written.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from . import __version__
+
+__all__ = ["module_name", "write_plugin"]
+
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
+
+_PYPROJECT = """\
+[build-system]
+requires = ["hatchling>=1.18"]
+build-backend = "hatchling.build"
+
+[project]
+name = "{name}"
+version = "0.1.0"
+description = "A mainspring plugin: the shout tool and a gate that limits its input."
+readme = "README.md"
+requires-python = ">=3.11"
+dependencies = ["mainspring>={version}"]
+
+[project.optional-dependencies]
+test = ["pytest>=8", "pytest-asyncio>=0.24"]
+
+# what makes it a plugin: agents load every module registered in this group
+[project.entry-points.mainspring]
+{name} = "{module}"
+
+[tool.hatch.build.targets.wheel]
+packages = ["src/{module}"]
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+asyncio_mode = "auto"
+asyncio_default_fixture_loop_scope = "function"
+filterwarnings = ["error"]
+"""
+
+_MODULE = '''\
+"""{name}: a mainspring plugin with one tool and one permission gate.
+
+- ``shout(text)``: a tool that returns ``text`` in capitals.
+- a ``before_tool_call`` gate that refuses to shout more than ``max_length`` characters
+  (the plugin option ``max_length``, default {default_max}).
+
+Configure it through the agent's settings, or the config file's
+``[plugin_options."{name}"]`` table::
+
+    Settings(plugin_options={{"{name}": {{"max_length": 20}}}})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import mainspring
+from mainspring import Block, hookimpl
+
+PLUGIN_NAME = "{name}"
+"""The distribution and entry-point name; also the key of this plugin's options."""
+
+DEFAULT_MAX_LENGTH = {default_max}
+
+
+@mainspring.tool
+def shout(text: str) -> str:
+    """Say something loudly.
+
+    Args:
+        text: What to say.
+    """
+    return text.upper()
+
+
+def max_length(agent: mainspring.Agent) -> int:
+    """The longest text this agent's gate lets ``shout`` take (the ``max_length`` option)."""
+    options = agent.settings.plugin_options.get(PLUGIN_NAME, {{}})
+    return int(options.get("max_length", DEFAULT_MAX_LENGTH))
+
+
+@hookimpl
+def register_tools() -> Sequence[mainspring.Tool]:
+    """Contribute the tools (called once per agent)."""
+    return [shout]
+
+
+@hookimpl
+def before_tool_call(tool: mainspring.Tool, args: Any, agent: mainspring.Agent) -> Block | None:
+    """Refuse a ``shout`` whose text is too long; no opinion on any other call.
+
+    ``args`` are the validated arguments that will run: for a ``@mainspring.tool``
+    function, an instance of its parameters model (``args.text`` is a ``str``).
+    """
+    if tool is not shout:
+        return None
+    limit = max_length(agent)
+    if len(args.text) > limit:
+        return Block(f"{{PLUGIN_NAME}} will not shout more than {{limit}} characters.")
+    return None
+'''
+
+_TESTS = '''\
+"""Tests of {name}: in-process (nothing to install) except the entry-point smoke test.
+
+The fixtures ``agent``, ``faux_provider`` and ``recorder`` come from mainspring's pytest
+plugin; markers choose the agent's plugins, tools, settings and model.
+"""
+
+from __future__ import annotations
+
+import pytest
+from mainspring import Settings
+from mainspring.testing import check_entry_point, faux, scripted_run
+
+import {module}
+
+pytestmark = pytest.mark.mainspring_plugins({module})
+
+
+async def test_shout_shouts(agent, faux_provider, recorder) -> None:
+    faux_provider.extend([faux.tool_call("shout", {{"text": "hello"}}), faux.text("done")])
+
+    await agent.prompt("shout hello")
+
+    [end] = recorder.of_type("tool_execution_end")
+    assert end.result.text == "HELLO"
+    assert not end.is_error
+
+
+async def test_the_gate_refuses_long_text(agent, faux_provider, recorder) -> None:
+    text = "a" * ({module}.DEFAULT_MAX_LENGTH + 1)
+    faux_provider.extend([faux.tool_call("shout", {{"text": text}}), faux.text("ok")])
+
+    await agent.prompt("shout")
+
+    [decision] = recorder.of_type("tool_decision")
+    assert decision.decision == "block"
+    [end] = recorder.of_type("tool_execution_end")
+    assert end.is_error and "will not shout" in end.result.text
+
+
+@pytest.mark.mainspring_settings(Settings(plugin_options={{"{name}": {{"max_length": 3}}}}))
+async def test_the_limit_is_an_option(agent, faux_provider, recorder) -> None:
+    faux_provider.extend([faux.tool_call("shout", {{"text": "four"}}), faux.text("ok")])
+
+    await agent.prompt("shout")
+
+    assert recorder.of_type("tool_decision")[0].decision == "block"
+
+
+async def test_in_one_call_with_scripted_run() -> None:
+    agent, recorder, _ = await scripted_run(
+        [faux.tool_call("shout", {{"text": "hi"}}), faux.text("done")], plugins=[{module}]
+    )
+    assert recorder.of_type("tool_execution_end")[0].result.text == "HI"
+    assert agent.state.messages[-1].text == "done"
+
+
+def test_the_entry_point_loads() -> None:
+    """Installed (pip install -e .), the plugin loads as an agent's autoload would."""
+    assert check_entry_point({module}.PLUGIN_NAME) == {{"{name}": {module}}}
+'''
+
+_README = """\
+# {name}
+
+A [mainspring](https://pypi.org/project/mainspring/) plugin: the `shout` tool and a
+permission gate that refuses to shout more than `max_length` characters.
+
+```bash
+pip install -e ".[test]"   # install it (and pytest) into your environment
+pytest                     # run its tests
+mainspring plugins         # {name} is listed with its hooks and tools
+```
+
+Configure it in the config file (`mainspring config` shows where that is):
+
+```toml
+[plugin_options."{name}"]
+max_length = 20
+```
+
+Start from `src/{module}/__init__.py`: each function decorated with `@hookimpl` is named
+after the hook it implements. Every hook is described in mainspring's hook reference
+(`docs/hooks.md`); the testing kit in `docs/testing.md`.
+"""
+
+
+def module_name(name: str) -> str:
+    """The import name of the distribution ``name`` (``-`` becomes ``_``)."""
+    return name.replace("-", "_")
+
+
+def write_plugin(name: str, directory: Path | None = None) -> Path:
+    """Write the package ``name`` into ``directory`` (default ``./name``); return it.
+
+    ``name`` is a distribution name of lowercase letters, digits, ``-`` and ``_``,
+    starting with a letter. Raises ``ValueError`` for another name, or when
+    ``directory`` exists and is not empty (nothing is overwritten).
+    """
+    if not _NAME.fullmatch(name):
+        raise ValueError(
+            f"{name!r} is not a plugin name: use lowercase letters, digits and '-', "
+            "starting with a letter (e.g. mainspring-weather)"
+        )
+    target = Path(directory) if directory is not None else Path(name)
+    if target.exists() and any(target.iterdir()):
+        raise ValueError(f"{target} exists and is not empty; choose another directory")
+    module = module_name(name)
+    fields = {"name": name, "module": module, "version": __version__, "default_max": 200}
+    files = {
+        "pyproject.toml": _PYPROJECT,
+        "README.md": _README,
+        f"src/{module}/__init__.py": _MODULE,
+        f"src/{module}/py.typed": "",
+        f"tests/test_{module}.py": _TESTS,
+    }
+    for relative, template in files.items():
+        path = target / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(template.format(**fields), encoding="utf-8")
+    return target
