@@ -104,3 +104,18 @@ async def test_stop_run_from_a_filter_ends_the_run_deliberately() -> None:
     end = run.recorder.of_type("agent_end")[0]
     assert (end.reason, end.detail) == ("stopped_by_hook", "saw enough")
     assert updates(run) == []
+
+
+async def test_partial_result_is_the_name_and_partial_still_works() -> None:
+    """The hook's parameter is named like the event's field; the older name is the same."""
+    seen: list[tuple[Any, Any]] = []
+
+    class Both:
+        @hookimpl
+        def filter_tool_update(self, partial_result: str, partial: str) -> str:
+            seen.append((partial_result, partial))
+            return partial_result.upper()
+
+    run = await scripted_run(STEPS, tools=[progress], plugins=[Both()])
+    assert seen[0] == ("step 0 of secret-0", "step 0 of secret-0")
+    assert updates(run)[0] == "STEP 0 OF SECRET-0"

@@ -221,24 +221,28 @@ async def after_tool_result(
 
 @hookspec
 async def filter_tool_update(
-    call: ToolCall, partial: Any, agent: Agent, signal: AbortSignal
+    call: ToolCall, partial_result: Any, agent: Agent, signal: AbortSignal, partial: Any
 ) -> Any | None:
     """Inspect or replace a running tool's progress report before anyone sees it.
 
     The partial counterpart of ``after_tool_result``: a policy pack that redacts results
-    redacts the progress a tool reports through ``ctx.update(partial)`` here, before the
-    ``tool_execution_update`` event carries it to subscribers, observers and logs.
+    redacts the progress a tool reports through ``ctx.update(partial_result)`` here,
+    before the ``tool_execution_update`` event carries it (as its ``partial_result``) to
+    subscribers, observers and logs.
 
-    **When:** for each ``ctx.update(partial)`` of an executing call that arrives before
-    the call finished, in the order the updates were made.
+    **When:** for each ``ctx.update(partial_result)`` of an executing call that arrives
+    before the call finished, in the order the updates were made.
 
     **Parameters:**
     - ``call``: the :class:`~mainspring.ToolCall`.
-    - ``partial``: what the tool reported (or the previous implementation's replacement).
+    - ``partial_result``: what the tool reported (or the previous implementation's
+      replacement).
     - ``agent``, ``signal``: the agent and the run's abort signal.
+    - ``partial``: the same value as ``partial_result``, under the name it had before;
+      existing implementations that take it keep working.
 
-    **Returns:** a replacement for ``partial``, or ``None`` to keep it. Replacements
-    chain: each implementation sees the previous one's output.
+    **Returns:** a replacement for ``partial_result``, or ``None`` to keep it.
+    Replacements chain: each implementation sees the previous one's output.
 
     **If it raises:** fail closed. The update is withheld (no ``tool_execution_update``
     is emitted for it), a ``hook_error`` event is emitted, and the call goes on.

@@ -76,7 +76,7 @@ class ToolContext(Protocol):
 
     - ``tool_call_id``: the id of the call being executed.
     - ``signal``: the run's :class:`AbortSignal`; long tools should watch it.
-    - ``update(partial)``: report progress; synchronous, delivered as a
+    - ``update(partial_result)``: report progress; synchronous, delivered as a
       ``tool_execution_update`` before the call's end; after the tool has finished it
       does nothing and never raises.
     - ``file_lock(path)``: an async context manager serialising every tool call of the
@@ -89,7 +89,17 @@ class ToolContext(Protocol):
     @property
     def signal(self) -> AbortSignal: ...
 
-    def update(self, partial: Any) -> None: ...
+    def update(self, partial_result: Any) -> None:
+        """Report progress of the running call, without waiting.
+
+        ``partial_result`` is any value (text, a dict, a :class:`ToolResult`…); it goes
+        through the ``filter_tool_update`` hooks, then is emitted as a
+        ``tool_execution_update`` event's ``partial_result`` (made JSON-able), before the
+        call's ``tool_execution_end``. The model never sees it: only the tool's final
+        result is sent. Safe to call from a plain-function tool's worker thread. Once the
+        call has finished (or was aborted) it does nothing; it never raises.
+        """
+        ...
 
     def file_lock(self, path: str) -> AbstractAsyncContextManager[None]: ...
 

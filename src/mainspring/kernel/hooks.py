@@ -424,7 +424,7 @@ class Hooks:
             try:
                 if guard.stalled and id(impl) in guard.stalled:
                     raise _stalled("filter_tool_update", impl)
-                replacement = impl.call((call, current, agent, signal))
+                replacement = impl.call((call, current, agent, signal, current))
                 if impl.is_async or (replacement is not None and inspect.isawaitable(replacement)):
                     replacement = await guard.watch(replacement, impl, timeout)
             except BaseException as raised:

@@ -82,7 +82,7 @@ class CallContext:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()  # built by the run, on the loop's thread
 
-    def update(self, partial: Any) -> None:
+    def update(self, partial_result: Any) -> None:
         """Schedule a ``tool_execution_update``; a no-op once the call has finished.
 
         Synchronous and safe from any thread: a plain-function tool runs in a worker
@@ -90,7 +90,7 @@ class CallContext:
         """
         if self._finished:
             return
-        item = (self._index, False, partial)
+        item = (self._index, False, partial_result)
         if threading.get_ident() == self._loop_thread:
             self._queue.put_nowait(item)
             return

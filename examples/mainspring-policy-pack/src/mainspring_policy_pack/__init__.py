@@ -195,14 +195,14 @@ def after_tool_result(result: ToolResult, agent: mainspring.Agent) -> ToolResult
 
 @hookimpl(trylast=True)
 @redactor
-def filter_tool_update(partial: Any, agent: mainspring.Agent) -> Any | None:
+def filter_tool_update(partial_result: Any, agent: mainspring.Agent) -> Any | None:
     """A running tool's progress report with its secrets redacted (``None`` if none), so
     ``tool_execution_update`` events never carry what the final result would hide."""
     policy, redactor = _policy(agent)
     if not policy.redact_results:
         return None
-    redacted = redactor.value(partial)
-    return None if redacted is partial else redacted
+    redacted = redactor.value(partial_result)
+    return None if redacted is partial_result else redacted
 
 
 @hookimpl(trylast=True)
