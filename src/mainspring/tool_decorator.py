@@ -91,6 +91,13 @@ def tool(
     name and ``description`` to its docstring without the argument section; the other
     options are passed to :class:`~mainspring.tools.Tool` unchanged. Raises
     ``TypeError`` when the function cannot become a tool, naming the function and why.
+
+    Supported annotations are those pydantic validates (``str``, numbers, ``bool``,
+    ``Literal``, ``Enum``, ``X | None``, lists, dicts, nested models, ``Annotated`` with
+    ``Field``); the schema is one object with a property per parameter,
+    ``additionalProperties: false`` and nested types under ``$defs`` (the table in
+    ``docs/first-plugin.md``). ``before_tool_call`` gates and the function alike see the
+    validated values: an instance of the parameters model (``args.path``).
     """
 
     def build(func: Callable[..., Any]) -> Tool:
