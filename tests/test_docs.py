@@ -35,3 +35,12 @@ def test_the_hook_reference_shows_no_restructuredtext_markup() -> None:
     assert roles == [], f"Sphinx roles shown literally: {roles[:5]}"
     assert "``" not in reference.replace("```", ""), "double backquotes shown literally"
     assert "`Agent`" in reference  # :class:`~mainspring.Agent` became code
+
+
+async def test_the_provider_guide_runs_as_written() -> None:
+    """docs/providers.md: its provider (first block) passes its test (third block)."""
+    page = (ROOT / "docs" / "providers.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    namespace: dict[str, object] = {}
+    exec(compile(blocks[0] + "\n" + blocks[2], "docs/providers.md", "exec"), namespace)
+    await namespace["test_the_echo_provider_streams_and_calls_tools"]()  # type: ignore[operator]
