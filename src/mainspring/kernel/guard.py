@@ -154,37 +154,27 @@ class _Watch:
         self._arm()
         try:
             while True:
+                thrown: BaseException | None = None
+                sent: Any = None
                 try:
                     sent = yield yielded
                 except GeneratorExit:
                     _close(steps)
                     raise
                 except BaseException as error:
-                    if self._detaching:
-                        break
-                    try:
-                        yielded = steps.throw(error)
-                    except StopIteration as done:
-                        return self._settled(done.value)
-                    except (KeyboardInterrupt, SystemExit):
+                    thrown = error
+                if self._detaching:
+                    break  # never resumed again: it ignored the cancellation
+                try:
+                    yielded = steps.send(sent) if thrown is None else steps.throw(thrown)
+                except StopIteration as done:
+                    return self._settled(done.value)
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException:
+                    if self._cut is None:
                         raise
-                    except BaseException:
-                        if self._cut is None:
-                            raise
-                        break
-                else:
-                    if self._detaching:
-                        break
-                    try:
-                        yielded = steps.send(sent)
-                    except StopIteration as done:
-                        return self._settled(done.value)
-                    except (KeyboardInterrupt, SystemExit):
-                        raise
-                    except BaseException:
-                        if self._cut is None:
-                            raise
-                        break
+                    break
             if self._detaching:
                 self._detach(steps)
             raise self._outcome()
