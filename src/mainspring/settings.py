@@ -24,6 +24,8 @@ __all__ = [
     "McpServerSettings",
     "McpSettings",
     "OtelSettings",
+    "PluginGrant",
+    "PluginPolicy",
     "ProviderSettings",
     "QueueMode",
     "RetrySettings",
@@ -114,6 +116,36 @@ class ApprovalSettings(_Section):
 
     timeout_s: float = Field(default=300.0, gt=0)
     api: bool = False
+
+
+class PluginGrant(_Section):
+    """What the operator lets one plugin do (``[plugins.NAME]`` in the config file)."""
+
+    capabilities: tuple[str, ...]
+
+
+class PluginPolicy(_Section):
+    """``[plugins]``: ``require_manifest`` refuses plugins that declare no capabilities;
+    ``[plugins.NAME] capabilities = [...]`` narrows what plugin NAME may do (its other
+    hooks are never called). See ``docs/capabilities.md``."""
+
+    require_manifest: bool = False
+    grants: dict[str, PluginGrant] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tables_are_grants(cls, data: Any) -> Any:
+        # [plugins.NAME] tables sit beside require_manifest in the file
+        if isinstance(data, Mapping):
+            grants = dict(data.get("grants") or {})
+            rest = {}
+            for key, value in data.items():
+                if key in ("require_manifest", "grants"):
+                    rest[key] = value
+                else:
+                    grants[key] = value
+            return {**rest, "grants": grants}
+        return data
 
 
 class ProviderSettings(_Section):
@@ -214,6 +246,7 @@ class Settings(_Section):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     hooks: HookSettings = Field(default_factory=HookSettings)
     approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
+    plugins: PluginPolicy = Field(default_factory=PluginPolicy)
     otel: OtelSettings = Field(default_factory=OtelSettings)
     steering_mode: QueueMode = "one-at-a-time"
     follow_up_mode: QueueMode = "one-at-a-time"

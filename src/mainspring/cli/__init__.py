@@ -191,6 +191,14 @@ async def _run(args: argparse.Namespace, agent: Agent) -> int:
     return EXIT_OK if renderer.reason in ("stop", "stopped_by_hook") else EXIT_RUN_FAILED
 
 
+def _capabilities(capabilities: dict[str, list[str] | None]) -> str:
+    declared, granted = capabilities["declared"], capabilities["granted"]
+    shown = "undeclared" if declared is None else (", ".join(declared) or "none")
+    if granted is not None and granted != declared:
+        shown += f"; granted: {', '.join(granted) or 'none'}"
+    return shown
+
+
 def _plugins(agent: Agent, as_json: bool) -> int:
     rows: list[dict[str, Any]] = [
         {
@@ -201,6 +209,10 @@ def _plugins(agent: Agent, as_json: bool) -> int:
             "essential": info.essential,
             "hooks": list(info.hooks),
             "tools": list(info.tools),
+            "capabilities": {
+                "declared": sorted(info.declared) if info.declared is not None else None,
+                "granted": sorted(info.granted) if info.granted is not None else None,
+            },
         }
         for info in agent.plugins.infos
     ]
@@ -213,6 +225,7 @@ def _plugins(agent: Agent, as_json: bool) -> int:
             origin = f"{row['distribution']} {row['version'] or ''}".strip()
         print(f"{row['name']}  ({origin}{', essential' if row['essential'] else ''})")
         print(f"    hooks: {', '.join(row['hooks']) or '-'}")
+        print(f"    capabilities: {_capabilities(row['capabilities'])}")
         if row["tools"]:
             print(f"    tools: {', '.join(row['tools'])}")
     return EXIT_OK

@@ -74,8 +74,16 @@ class Agent(Approving, Closing, Editing):
             autoload=autoload,
             disable_plugins=disable_plugins,
             required=self.settings.required_plugins,
+            grants={
+                name: grant.capabilities for name, grant in self.settings.plugins.grants.items()
+            },
+            require_manifest=self.settings.plugins.require_manifest,
         )
-        relay = HookRelay(self._plugin_set.pm, self._plugin_set.fallbacks)
+        relay = HookRelay(
+            self._plugin_set.pm,
+            self._plugin_set.fallbacks,
+            {info.name: info.granted for info in self._plugin_set.infos},
+        )
         # registering or unregistering a plugin later rebuilds the compiled hook plans
         self._plugin_set.on_change(relay.invalidate)
         self._hooks = Hooks(relay)

@@ -54,6 +54,10 @@ class PluginInfo:
     hooks: tuple[str, ...] = ()
     tools: list[str] = field(default_factory=list)
     essential: bool = False
+    declared: frozenset[str] | None = None
+    """The capabilities its manifest declares; ``None``: undeclared."""
+    granted: frozenset[str] | None = None
+    """What it may use (the declaration, narrowed by the config file); ``None``: all."""
 
 
 @final

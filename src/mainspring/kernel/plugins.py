@@ -33,6 +33,7 @@ import pluggy
 
 from ..errors import PluginLoadError
 from ..logs import get_logger
+from .capabilities import declared_capabilities, granted_capabilities
 from .plugin_controls import (
     ENV_AUTOLOAD,
     OPTION_AUTOLOAD,
@@ -277,14 +278,19 @@ def load_plugins(
     disable_plugins: Iterable[str] = (),
     environ: Mapping[str, str] | None = None,
     required: Sequence[str] = (),
+    grants: Mapping[str, Sequence[str]] | None = None,
+    require_manifest: bool = False,
 ) -> PluginSet:
     """Build one agent's plugin manager: built-ins, installed, then ``plugins``.
 
     ``required`` names built-in or installed plugins the agent must not start without;
-    it comes from settings, never from the environment. Every check that needs no plugin
+    it comes from settings, never from the environment. ``grants`` narrows plugins'
+    capabilities by name and ``require_manifest`` refuses plugins without one (see
+    :mod:`~mainspring.kernel.capabilities`). Every check that needs no plugin
     import (controls, duplicates, required plugins) is made before any installed plugin
     is imported. Raises :class:`~mainspring.PluginLoadError` on any failure.
     """
+    grants = grants or {}
     controls = plugin_controls(autoload, disable_plugins, environ)
     off: list[DisabledPlugin] = []
     builtins: list[tuple[str, str, bool]] = []
@@ -332,4 +338,22 @@ def load_plugins(
     for name, plugin in named:
         hooks = _register(pm, plugin, name, hint="(passed in plugins=)")
         infos.append(PluginInfo(name, "inprocess", plugin, None, None, hooks))
+    for info in infos:
+        _apply_manifest(info, grants, require_manifest)
     return PluginSet(pm, infos, tuple(off), must)
+
+
+def _apply_manifest(
+    info: PluginInfo, grants: Mapping[str, Sequence[str]], require_manifest: bool
+) -> None:
+    """Check ``info``'s plugin against its manifest and the operator's grant."""
+    info.declared = declared_capabilities(info.name, info.plugin, info.hooks)
+    if info.declared is None and require_manifest and info.source != "builtin":
+        raise PluginLoadError(
+            f"plugin {info.name!r} declares no capabilities, and the config file requires "
+            "a manifest ([plugins] require_manifest = true); give it a CAPABILITIES tuple or "
+            f"{disable_hint(info.name)}",
+            plugin=info.name,
+        )
+    grant = grants.get(info.name)
+    info.granted = granted_capabilities(info.name, info.declared, info.hooks, grant)

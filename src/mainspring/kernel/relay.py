@@ -20,13 +20,14 @@ one plain Python call, and an ``async def`` one a coroutine that is awaited at o
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar, final
 
 import pluggy
 
 from ..errors import HookError, StopRun
+from .capabilities import CAPABILITY_OF
 
 __all__ = [
     "GENERAL",
@@ -159,11 +160,18 @@ class HookRelay:
     registering or unregistering a plugin).
     """
 
-    __slots__ = ("_cache", "_fallbacks", "_plans", "_pm", "version")
+    __slots__ = ("_cache", "_fallbacks", "_granted", "_plans", "_pm", "version")
 
-    def __init__(self, pm: pluggy.PluginManager, fallbacks: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        fallbacks: frozenset[str] = frozenset(),
+        granted: Mapping[str, frozenset[str] | None] | None = None,
+    ) -> None:
         self._pm = pm
         self._fallbacks = fallbacks
+        self._granted = dict(granted or {})
+        """Each plugin's granted capabilities (absent or ``None``: all of them)."""
         self._cache: dict[str, tuple[Implementation, ...]] = {}
         self.version = 0
         """Increases at every :meth:`invalidate`: a plan built from an older one is stale."""
@@ -199,9 +207,13 @@ class HookRelay:
         if caller is not None:
             spec = caller.spec
             spec_argnames = tuple(spec.argnames) if spec is not None else ()
+            needed = CAPABILITY_OF.get(hook)
             for impl in reversed(caller.get_hookimpls()):
                 if impl.hookwrapper or impl.wrapper:
                     continue
+                granted = self._granted.get(impl.plugin_name)
+                if granted is not None and needed is not None and needed not in granted:
+                    continue  # narrowed by the operator: never called
                 names = spec_argnames or tuple(impl.argnames)
                 found.append(_compile(impl, names, impl.plugin_name in self._fallbacks))
         # redactors run after every other implementation, and the kernel's own fallbacks

@@ -22,6 +22,9 @@ from .tokens import estimate_tokens, tail_tokens
 
 __all__ = ["compact", "cut_index", "safe_cut_points"]
 
+CAPABILITIES = ("compaction",)
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
 
 def safe_cut_points(messages: Sequence[Any]) -> list[int]:
     """Indexes where the transcript may be cut: never while a tool call awaits its result."""

@@ -17,6 +17,9 @@ from ..messages import AssistantMessage, CompactionSummary, ToolResultMessage, U
 
 __all__ = ["convert_to_llm", "is_sendable", "render_summary"]
 
+CAPABILITIES = ("context",)
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
 
 def render_summary(summary: CompactionSummary) -> UserMessage:
     """The user message the model sees in place of a compacted part of the transcript."""

@@ -15,6 +15,9 @@ from ..logs import get_logger
 
 __all__ = ["on_event"]
 
+CAPABILITIES = ("observe",)
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
 log = get_logger("mainspring.events")
 
 

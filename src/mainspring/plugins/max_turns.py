@@ -14,6 +14,9 @@ from ..hookspecs import hookimpl
 
 __all__ = ["should_stop_after_turn"]
 
+CAPABILITIES = ("observe",)
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
 
 @hookimpl(trylast=True)
 def should_stop_after_turn(state: Any, agent: Any) -> bool:

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from ..tools import Tool
 
 
+CAPABILITIES = ("tools",)
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
+
 def _declares_servers(agent: Agent) -> bool:
     if any(server.enabled for server in agent.settings.mcp.servers.values()):
         return True

@@ -42,6 +42,9 @@ __all__ = [
     "transform_context",
 ]
 
+CAPABILITIES = ("observe", "context")
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
 log = get_logger("mainspring.otel")
 
 _TRUE = frozenset({"1", "true", "yes", "on"})

@@ -23,6 +23,9 @@ from ..hookspecs import hookimpl
 
 __all__ = ["LazyProvider", "register_providers"]
 
+CAPABILITIES = ("providers",)
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
 
 @final
 class LazyProvider:

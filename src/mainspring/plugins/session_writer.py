@@ -53,6 +53,9 @@ from ..sessions import (
 
 __all__ = ["on_event"]
 
+CAPABILITIES = ("observe",)
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
 log = get_logger("mainspring.sessions")
 
 _CHUNK = 1 << 16

@@ -14,6 +14,9 @@ from ..kernel.estimate import IMAGE_TOKENS, RunningEstimate, estimate_tokens, ta
 
 __all__ = ["IMAGE_TOKENS", "RunningEstimate", "count_tokens", "estimate_tokens", "tail_tokens"]
 
+CAPABILITIES = ("context",)
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
 
 @hookimpl(trylast=True)
 def count_tokens(messages: tuple[Any, ...]) -> int:

@@ -52,6 +52,9 @@ __all__ = [
     "register_tools",
 ]
 
+CAPABILITIES = ("tools",)
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
 PLUGIN_NAME = "mainspring-coding-tools"
 """The distribution and entry point name; also the key of this plugin's options."""
 

@@ -30,6 +30,9 @@ __all__ = [
     "register_tools",
 ]
 
+CAPABILITIES = ("tools", "gate")
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
 PLUGIN_NAME = "mainspring-hello-plugin"
 """The entry point (and distribution) name; also the key of this plugin's options."""
 

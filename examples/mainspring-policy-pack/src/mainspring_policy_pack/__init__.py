@@ -113,6 +113,9 @@ __all__ = [
     "transform_context",
 ]
 
+CAPABILITIES = ("tools", "gate", "redact", "context")
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
 PLUGIN_NAME = "mainspring-policy-pack"
 """The distribution and entry point name; also the key of this plugin's options."""
 

@@ -88,6 +88,9 @@ __all__ = [
     "summarise",
 ]
 
+CAPABILITIES = ("compaction",)
+"""What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
 NAME = "mainspring-summary-compaction"
 name = NAME  # the plugin's name when registered in-process (plugins=[module])
 

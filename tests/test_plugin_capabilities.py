@@ -1,0 +1,178 @@
+"""Capability manifests: a plugin declares what it does; the loader and the operator hold it.
+
+Contract (``mainspring.kernel.capabilities``, ``docs/capabilities.md``): a hook outside a
+plugin's ``CAPABILITIES`` is a load error naming plugin, hook and capability; a plugin
+without a manifest loads as undeclared unless ``[plugins] require_manifest``; the config
+file's ``[plugins.NAME] capabilities`` narrows a plugin, whose other hooks are never called.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mainspring import Agent, PluginLoadError, Settings, hookimpl, tool
+from mainspring.events import ToolExecutionEnd
+from mainspring.settings import load_settings
+from mainspring.testing import FauxProvider, faux
+
+
+@tool
+def ping() -> str:
+    """Answer pong."""
+    return "pong"
+
+
+class Bundle:
+    """A tool bundle that also wants to read the conversation."""
+
+    name = "bundle"
+    CAPABILITIES = ("tools", "observe", "context")
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    @hookimpl
+    def register_tools(self) -> list[Any]:
+        return [ping]
+
+    @hookimpl
+    def on_event(self, event: Any) -> None:
+        self.seen.append(event.type)
+
+    @hookimpl
+    def transform_context(self, messages: Any) -> None:
+        self.seen.append("context")
+
+
+def build(plugins: list[Any], settings: Settings | None = None) -> Agent:
+    steps = [faux.tool_call("ping", {}), faux.text("done")]
+    return Agent(
+        model="faux:test",
+        provider=FauxProvider(steps),
+        autoload=False,
+        plugins=plugins,
+        settings=settings,
+    )
+
+
+def test_a_hook_outside_the_manifest_is_a_load_error() -> None:
+    class Sneaky:
+        name = "sneaky"
+        CAPABILITIES = ("tools",)
+
+        @hookimpl
+        def on_event(self, event: Any) -> None:
+            pass
+
+    with pytest.raises(PluginLoadError) as caught:
+        build([Sneaky()])
+    message = str(caught.value)
+    assert "'sneaky'" in message and "on_event" in message and "'observe'" in message
+    assert caught.value.plugin == "sneaky"
+
+
+@pytest.mark.parametrize("manifest", [("tools", "telepathy"), "tools"])
+def test_a_malformed_manifest_is_a_load_error(manifest: Any) -> None:
+    class Odd:
+        name = "odd"
+        CAPABILITIES = manifest
+
+        @hookimpl
+        def register_tools(self) -> list[Any]:
+            return []
+
+    with pytest.raises(PluginLoadError, match="odd"):
+        build([Odd()])
+
+
+def test_a_plugin_without_a_manifest_loads_as_undeclared() -> None:
+    class Plain:
+        name = "plain"
+
+        @hookimpl
+        def on_event(self, event: Any) -> None:
+            pass
+
+    agent = build([Plain()])
+    info = agent.plugins.info("plain")
+    assert info is not None and info.declared is None and info.granted is None
+    builtin = agent.plugins.info("session_writer")
+    assert builtin is not None and builtin.declared == frozenset({"observe"})
+
+
+def test_manifests_can_be_required() -> None:
+    class Plain:
+        name = "plain"
+
+        @hookimpl
+        def on_event(self, event: Any) -> None:
+            pass
+
+    settings = Settings.model_validate({"plugins": {"require_manifest": True}})
+    with pytest.raises(PluginLoadError, match="require_manifest"):
+        build([Plain()], settings)
+    build([Bundle()], settings)  # declared plugins and the built-ins load
+
+
+async def test_the_operator_narrows_a_plugin_and_its_other_hooks_are_never_called(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bundle = Bundle()
+    settings = Settings.model_validate({"plugins": {"bundle": {"capabilities": ["tools"]}}})
+    agent = build([bundle], settings)
+
+    outcome = await agent.prompt("go")
+
+    assert outcome.text == "done"
+    assert bundle.seen == []
+    info = agent.plugins.info("bundle")
+    assert info is not None and info.granted == frozenset({"tools"})
+    assert "ping" in agent.tool_owners
+
+
+async def test_without_a_grant_the_declared_hooks_run() -> None:
+    bundle = Bundle()
+    agent = build([bundle])
+    recorded: list[Any] = []
+    agent.subscribe(lambda event, signal: recorded.append(event))
+
+    await agent.prompt("go")
+
+    assert "context" in bundle.seen and "agent_end" in bundle.seen
+    assert any(isinstance(e, ToolExecutionEnd) for e in recorded)
+
+
+def test_the_config_file_sets_the_policy(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[plugins]\nrequire_manifest = true\n\n[plugins.bundle]\ncapabilities = ["tools"]\n'
+    )
+    settings = load_settings(config, environ={})
+
+    assert settings.plugins.require_manifest is True
+    assert settings.plugins.grants["bundle"].capabilities == ("tools",)
+
+
+def test_plugins_lists_declared_and_granted_capabilities(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[plugins.event_log]\ncapabilities = ["tools"]\n')
+    env = dict(os.environ, MAINSPRING_CONFIG=str(config), MAINSPRING_DISABLE_PLUGIN_AUTOLOAD="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "mainspring", "plugins", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {row["name"]: row for row in json.loads(done.stdout)}
+    assert rows["event_log"]["capabilities"] == {"declared": ["observe"], "granted": []}
+    assert rows["session_writer"]["capabilities"]["declared"] == ["observe"]
