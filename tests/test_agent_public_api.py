@@ -179,3 +179,30 @@ async def test_resume_after_a_custom_message_that_stays_unsendable_is_refused() 
     with pytest.raises(ValueError, match="nothing to resume after a 'note' message"):
         await agent.resume()
     assert not agent.is_running
+
+
+async def test_new_tools_reach_an_active_run_at_its_next_turn() -> None:
+    @tool
+    def later(text: str) -> str:
+        """Added while the run goes on."""
+        return text.upper()
+
+    provider = FauxProvider(
+        [
+            faux.tool_call("echo", {"text": "a"}),
+            faux.tool_call("later", {"text": "b"}),
+            faux.text("done"),
+        ]
+    )
+    agent = Agent(model="faux:test", provider=provider, autoload=False, tools=[echo])
+
+    def add_tool(event: Any, signal: Any) -> None:
+        if event.type == "tool_execution_end" and event.tool_name == "echo":
+            agent.configure(tools=[*agent.state.tools, later])
+
+    agent.subscribe(add_tool)
+    outcome = await agent.prompt("go")
+
+    results = [m for m in outcome.messages if isinstance(m, ToolResultMessage)]
+    assert [(r.tool_name, r.is_error) for r in results] == [("echo", False), ("later", False)]
+    assert [t.name for t in provider.requests[1].tools] == ["echo", "later"]

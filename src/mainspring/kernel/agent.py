@@ -364,9 +364,10 @@ class Agent(Approving, Closing, Editing):
     ) -> None:
         """Change the agent for the next run (an active run keeps what it started with).
 
-        ``tools`` is the complete tool list from the next run on: to keep the tools
-        plugins registered, pass them again (``[*agent.state.tools, extra]``);
-        ``agent.tool_owners`` follows.
+        ``tools`` is the complete tool list: to keep the tools plugins registered, pass
+        them again (``[*agent.state.tools, extra]``); ``agent.tool_owners`` follows. Unlike
+        the other settings, a new tool list reaches an active run at its next turn (so a
+        plugin can refresh the tools it gives, between turns).
         """
         core = self._core
         if system_prompt is not None:

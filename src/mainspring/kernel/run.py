@@ -71,6 +71,7 @@ class Run:
         "system_prompt",
         "task",
         "tools",
+        "tools_from",
         "turn_count",
         "turn_message",
         "turn_open",
@@ -98,6 +99,8 @@ class Run:
         self.settings = settings
         self.system_prompt = core.system_prompt
         self.tools: dict[str, Tool] = dict(core.tools)
+        self.tools_from = core.tools
+        """The agent's tool map ``tools`` was copied from: a new one is taken at a turn."""
         self.signal = AbortSignal()
         self.guard = Guard(settings.hooks.abort_grace_s)
         hooks.begin_run(self.guard, settings.hooks.timeout_s)
@@ -217,6 +220,11 @@ class Run:
         """Open the next turn: ``turn_start``."""
         if self.delivery.reports:
             await self._report_stalled()  # between turns, before the turn counts as open
+        if self.core.tools is not self.tools_from:
+            # configure(tools=...) during the run (a plugin refreshing its tools): the
+            # new list applies from this turn on, never to a batch already running
+            self.tools_from = self.core.tools
+            self.tools = dict(self.tools_from)
         self.core.turn = self.turn_count
         structlog.contextvars.bind_contextvars(turn=self.turn_count)
         self.turn_count += 1

@@ -99,7 +99,7 @@ class _Binding:
             await release(connection)
 
     def refresh(self) -> None:
-        """Swap the agent's tools of a server whose tool list changed (next run on)."""
+        """Swap the agent's tools of a server whose tool list changed (from the next turn on)."""
         agent = self.agent_ref()
         if agent is None or self.closed:
             return
