@@ -440,3 +440,19 @@ def test_the_allowlist_does_not_apply_to_builtins_or_in_process_plugins(
     assert names(agent, "builtin") == baseline
     assert names(agent, "inprocess") == ["Noop"]
     assert names(agent, "entrypoint") == []
+
+
+def test_a_plugin_is_named_the_same_in_process_and_installed() -> None:
+    import types
+
+    from mainspring import Agent
+    from mainspring.testing import FauxProvider
+
+    named = types.ModuleType("acme_pack_module")
+    named.PLUGIN_NAME = "acme-pack"  # type: ignore[attr-defined]
+    plain = types.ModuleType("plain_module")
+    agent = Agent(
+        model="faux:test", provider=FauxProvider([]), autoload=False, plugins=[named, plain]
+    )
+    names = [info.name for info in agent.plugins.infos if info.source == "inprocess"]
+    assert names == ["acme-pack", "plain_module"]

@@ -5,8 +5,9 @@
   and whose tests pass.
 - The template: ``mainspring new-plugin NAME`` writes a package that does the same.
 
-The builds are slow (a package build each), so they run with ``MAINSPRING_SLOW_TESTS=1`` (``.ci/run``
-does). The venv is new and empty but for one ``.pth`` line that adds this environment's
+The builds are slow (a package build each), so they run with ``MAINSPRING_SLOW_TESTS=1``
+(``.ci/run`` does). The venv is new and empty but for one ``.pth`` line that adds this
+environment's
 site-packages (mainspring, its dependencies, pytest) behind its own; pip builds the
 package with its build backend from the package registry (or pip's cache).
 """

@@ -23,7 +23,7 @@ from mainspring.testing import (
     faux,
 )
 
-PLUGIN = "mainspring_hello_plugin"  # an in-process module plugin is named by its module
+PLUGIN = "mainspring-hello-plugin"  # one name in-process and installed: its PLUGIN_NAME
 
 
 async def run(steps: list[Any], settings: Settings | None = None) -> tuple[Agent, EventRecorder]:

@@ -124,14 +124,31 @@ def _origin(details: dict[str, Any]) -> str:
     return f" (distribution {distribution} {version})" if version else f" ({distribution})"
 
 
+def plugin_name(plugin: Any) -> str:
+    """The one name of a plugin passed in-process: the same as when it is installed.
+
+    In order: its ``PLUGIN_NAME`` attribute, its ``name`` attribute, the name of the
+    installed entry point that points at it (a module that is an installed plugin's), and
+    last its module or class name. Installed plugins are named by their entry point; a
+    plugin that sets ``PLUGIN_NAME`` to that name is called the same in tests and in
+    production, in ``tool_decision.plugin``, ``plugin_options``, ``--no-plugin`` and errors.
+    """
+    for attribute in ("PLUGIN_NAME", "name"):
+        explicit = getattr(plugin, attribute, None)
+        if isinstance(explicit, str) and explicit:
+            return explicit
+    if isinstance(plugin, ModuleType):
+        for eps in _installed().values():
+            for ep in eps:
+                if ep.value.strip() == plugin.__name__:
+                    return str(ep.name)
+    if isinstance(plugin, ModuleType) or inspect.isclass(plugin):
+        return str(plugin.__name__)
+    return type(plugin).__name__
+
+
 def _inprocess_name(plugin: Any, taken: set[str]) -> str:
-    explicit = getattr(plugin, "name", None)
-    if isinstance(explicit, str) and explicit:
-        base = explicit
-    elif isinstance(plugin, ModuleType) or inspect.isclass(plugin):
-        base = plugin.__name__
-    else:
-        base = type(plugin).__name__
+    base = plugin_name(plugin)
     name, suffix = base, 2
     while name in taken:
         name, suffix = f"{base}-{suffix}", suffix + 1
@@ -333,6 +350,14 @@ def load_plugins(
     for [ep] in selected:
         hint = required_hint(ep.name) if normalise(ep.name) in must else disable_hint(ep.name)
         plugin, dist_name, version = _load_entry_point(ep, hint)
+        declared = getattr(plugin, "PLUGIN_NAME", None)
+        if isinstance(declared, str) and normalise(declared) != normalise(ep.name):
+            _log.warning(
+                "plugin_name_differs",
+                plugin=ep.name,
+                declared=declared,
+                detail="the entry point's name is used; make PLUGIN_NAME the same",
+            )
         hooks = _register(pm, plugin, ep.name, hint=hint, distribution=dist_name, version=version)
         infos.append(PluginInfo(ep.name, "entrypoint", plugin, dist_name, version, hooks))
     for name, plugin in named:
