@@ -54,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.errors import PydanticUserError
 from pydantic.fields import FieldInfo
 
+from .logs import get_logger
 from .tool_docstrings import parse_docstring
 from .tools import Tool, ToolContext
 
@@ -120,6 +121,8 @@ def tool(
     return build(fn)
 
 
+_log = get_logger("mainspring.tools")
+
 # -- building ---------------------------------------------------------------------------
 
 _CONFIG: Final = ConfigDict(extra="forbid", protected_namespaces=())
@@ -149,6 +152,12 @@ def _build(
     except Exception as error:
         raise TypeError(f"{where}: cannot resolve its type hints: {error}") from error
     summary, documented = parse_docstring(inspect.getdoc(fn) or "")
+    if not (description or summary):
+        _log.warning(
+            "tool_without_description",
+            tool=tool_name,
+            hint="give the function a docstring: the model sees only the tool's name",
+        )
 
     fields: dict[str, Any] = {}
     # (parameter name, model field name or None for the context, positional-only)
@@ -166,6 +175,13 @@ def _build(
             )
         positional_only = parameter.kind is inspect.Parameter.POSITIONAL_ONLY
         hint = hints.get(parameter.name, Any)
+        if parameter.name not in hints and parameter.name != "ctx":
+            _log.warning(
+                "tool_parameter_untyped",
+                tool=tool_name,
+                parameter=parameter.name,
+                hint="annotate it: the model is told it may pass any JSON value",
+            )
         if _is_context(hint) or (parameter.name == "ctx" and parameter.name not in hints):
             if context_parameter is not None:
                 raise TypeError(

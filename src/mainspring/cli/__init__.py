@@ -30,6 +30,7 @@ from .commands import (
     new_plugin_command,
     read_prompt,
 )
+from .listing import build_for_listing, report_broken, show_tool
 from .mcp import add_mcp_option, apply_mcp_option, mcp_command, server_of
 from .render import JsonRenderer, TerminalRenderer
 
@@ -76,6 +77,16 @@ def _parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=text)
         sub.add_argument("--json", action="store_true", help="print JSON")
         _plugin_options(sub)
+        if name == "tools":
+            sub.add_argument(
+                "show",
+                nargs="*",
+                metavar="show NAME",
+                help="print the description and JSON schema the model receives for tool NAME",
+            )
+            sub.add_argument(
+                "--schema", action="store_true", help="with --json: include each tool's schema"
+            )
     for sub in add_commands(commands):
         _plugin_options(sub)
     mcp = commands.add_parser("mcp", help="list MCP servers, their state and their tools")
@@ -231,13 +242,14 @@ def _plugins(agent: Agent, as_json: bool) -> int:
     return EXIT_OK
 
 
-def _tools(agent: Agent, as_json: bool) -> int:
+def _tools(agent: Agent, as_json: bool, schema: bool = False) -> int:
     owners = agent.tool_owners
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "tool": tool.name,
             "plugin": owners.get(tool.name),
             "description": tool.description,
+            **({"parameters": tool.spec.parameters} if schema else {}),
             # an MCP tool also names its server
             **({"server": server} if (server := server_of(tool)) else {}),
         }
@@ -256,7 +268,19 @@ def _tools(agent: Agent, as_json: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``mainspring`` console script; returns the exit code."""
+    """Entry point of the ``mainspring`` console script; returns the exit code.
+
+    Output piped into a program that stops reading (``| head``) ends the command quietly.
+    """
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
+        return EXIT_OK
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     configure_logging(args.log_level, args.log_json)
@@ -277,15 +301,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..providers.local import install_model
 
         return install_model(lambda line: print(line, flush=True))
+    broken: list[PluginLoadError] = []
     try:
-        agent = _build_agent(args)
+        if args.command in ("plugins", "tools"):
+            agent, broken = build_for_listing(args, _build_agent)
+        else:
+            agent = _build_agent(args)
     except (PluginLoadError, SessionFormatError, ValueError, TypeError, OSError) as error:
         print(f"mainspring: {error}", file=sys.stderr)
         return EXIT_USAGE
-    if args.command == "plugins":
-        return _plugins(agent, args.json)
-    if args.command == "tools":
-        return _tools(agent, args.json)
+    if args.command in ("plugins", "tools"):
+        debug = args.log_level.upper() == "DEBUG"
+        report_broken(broken, debug, as_json=False)
+        if args.command == "tools" and args.show:
+            if len(args.show) != 2 or args.show[0] != "show":
+                parser.error("use: mainspring tools show NAME")
+            return show_tool(agent, args.show[1], args.json)
+        code = (
+            _plugins(agent, args.json)
+            if args.command == "plugins"
+            else _tools(agent, args.json, args.schema)
+        )
+        return EXIT_USAGE if broken and code == EXIT_OK else code
     if args.command == "mcp":
         return mcp_command(agent, args.json)
     if args.command == "models":

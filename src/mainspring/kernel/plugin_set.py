@@ -269,8 +269,8 @@ def validate(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
 def disable_hint(name: str) -> str:
     """How to start without the installed plugin ``name``."""
     return (
-        f"To start without it, pass disable_plugins=[{name!r}] or set "
-        f"MAINSPRING_DISABLE_PLUGINS={name} (or uninstall it)."
+        f"To start without it, pass disable_plugins=[{name!r}] (on the command line: "
+        f"--no-plugin {name}) or set MAINSPRING_DISABLE_PLUGINS={name} (or uninstall it)."
     )
 
 

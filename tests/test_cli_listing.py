@@ -1,0 +1,139 @@
+"""``mainspring plugins`` / ``tools`` diagnose instead of refusing; ``tools show`` prints what
+the model receives; output piped into ``head`` ends quietly; ``@tool`` warns about what
+the model would miss."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mainspring import tool
+
+TOOLS_A = '''
+from mainspring import hookimpl, tool
+
+name = "bundle-a"
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case the text."""
+    return text.upper()
+
+@hookimpl
+def register_tools(agent):
+    return [shout]
+'''
+
+TOOLS_B = TOOLS_A.replace("bundle-a", "bundle-b")
+
+BROKEN = """
+from mainspring import hookimpl
+
+name = "broken-bundle"
+
+@hookimpl
+def register_tools(agent):
+    raise RuntimeError("cannot reach the tool registry")
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "bundle_a.py").write_text(TOOLS_A)
+    (tmp_path / "bundle_b.py").write_text(TOOLS_B)
+    (tmp_path / "broken_bundle.py").write_text(BROKEN)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    env["MAINSPRING_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    return env
+
+
+def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mainspring", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_tools_lists_what_loads_and_names_every_broken_plugin_and_collision(
+    env: dict[str, str],
+) -> None:
+    done = cli(
+        env,
+        "tools",
+        "--plugin",
+        "bundle_a",
+        "--plugin",
+        "bundle_b",
+        "--plugin",
+        "broken_bundle",
+    )
+
+    assert done.returncode == 2
+    assert "broken: broken-bundle:" in done.stderr
+    assert "cannot reach the tool registry" in done.stderr
+    assert 'two tools are named "shout"' in done.stderr
+    assert "shout  [bundle-a]" in done.stdout
+
+
+def test_plugins_still_lists_with_a_broken_plugin(env: dict[str, str]) -> None:
+    done = cli(env, "plugins", "--plugin", "broken_bundle")
+
+    assert done.returncode == 2
+    assert "broken: broken-bundle:" in done.stderr
+    assert "session_writer" in done.stdout
+
+
+def test_tools_show_prints_the_description_and_schema_the_model_receives(
+    env: dict[str, str],
+) -> None:
+    done = cli(env, "tools", "show", "shout", "--plugin", "bundle_a")
+
+    assert done.returncode == 0, done.stderr
+    assert "Upper-case the text." in done.stdout
+    schema = json.loads(done.stdout[done.stdout.index("{") :])
+    assert schema["properties"]["text"]["type"] == "string"
+
+    listed = json.loads(cli(env, "tools", "--json", "--schema", "--plugin", "bundle_a").stdout)
+    assert listed[0]["parameters"]["required"] == ["text"]
+    assert cli(env, "tools", "show", "nope", "--plugin", "bundle_a").returncode == 2
+
+
+def test_output_piped_into_head_ends_quietly(env: dict[str, str]) -> None:
+    done = subprocess.run(
+        f"{sys.executable} -m mainspring plugins | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+    assert done.stdout.strip()
+    assert "BrokenPipeError" not in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_tool_warns_about_a_missing_description_and_an_untyped_parameter(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mainspring")
+
+    @tool
+    def vague(thing):  # type: ignore[no-untyped-def]
+        return thing
+
+    events = {record.getMessage() for record in caplog.records}
+    assert {"tool_without_description", "tool_parameter_untyped"} <= events
+    assert vague.name == "vague"
