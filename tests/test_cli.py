@@ -58,7 +58,7 @@ def test_run_streams_text_and_tool_lines(plugin_dir: Path) -> None:
     done = _cli(plugin_dir, "run", "say hi", "--plugin", "scripted_plugin", "--model", "scripted:x")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "said HI"
-    assert "shout ok" in done.stderr
+    assert '• shout {"text": "hi"} ok' in done.stderr
 
 
 def test_run_json_prints_the_event_stream(plugin_dir: Path) -> None:

@@ -10,7 +10,7 @@ import io
 
 import pytest
 
-from mainspring import Agent, tool
+from mainspring import Agent, Block, hookimpl, tool
 from mainspring.cli.render import TerminalRenderer
 from mainspring.testing import FauxProvider, faux
 
@@ -48,7 +48,7 @@ def stderr_of(renderer: TerminalRenderer) -> str:
 async def test_a_terminal_gets_colours_and_the_spinner() -> None:
     renderer = await render({"TERM": "xterm-256color"})
     assert renderer.interactive and renderer.color
-    assert "\x1b[31m• fail error" in stderr_of(renderer)
+    assert '\x1b[31m• fail {"text": "x"} error' in stderr_of(renderer)
 
 
 @pytest.mark.parametrize("value", ["1", "true", "anything"])
@@ -57,7 +57,7 @@ async def test_no_color_turns_colours_off(value: str) -> None:
     assert not renderer.color
     assert renderer.interactive  # the spinner is not colour
     text = stderr_of(renderer)
-    assert "• fail error" in text
+    assert '• fail {"text": "x"} error' in text
     assert "\x1b[" not in text
 
 
@@ -70,7 +70,7 @@ async def test_a_dumb_terminal_gets_neither_colours_nor_the_spinner() -> None:
     renderer = await render({"TERM": "dumb"})
     assert not renderer.color and not renderer.interactive
     text = stderr_of(renderer)
-    assert "• fail error" in text
+    assert '• fail {"text": "x"} error' in text
     assert "\x1b[" not in text
     assert "\r" not in text
 
@@ -79,3 +79,47 @@ async def test_no_terminal_no_colours() -> None:
     renderer = await render({"TERM": "xterm"}, err=io.StringIO())
     assert not renderer.color and not renderer.interactive
     assert "\x1b[" not in stderr_of(renderer)
+
+
+async def test_the_first_streamed_text_survives_the_spinner_on_a_terminal() -> None:
+    """Out and err are one terminal: erasing the spinner must not wipe streamed text."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    renderer = TerminalRenderer(screen, screen, environ={"TERM": "xterm"})
+    provider = FauxProvider([faux.text("The answer")])
+    agent = Agent(model="faux:test", provider=provider, autoload=False)
+    agent.subscribe(renderer)
+    await agent.prompt("go")
+
+    written = screen.getvalue()
+    start = written.index("The answer")
+    # nothing moves the cursor back over the reply's line once it has begun
+    assert "\r" not in written[start : written.index("\n", start)]
+
+
+async def test_a_blocked_call_is_shown_as_blocked_by_the_plugin() -> None:
+    class Gate:
+        name = "policy"
+
+        @hookimpl
+        def before_tool_call(self) -> Block:
+            return Block("not in this workspace")
+
+    err = io.StringIO()
+    renderer = TerminalRenderer(io.StringIO(), err, environ={})
+    agent = Agent(
+        model="faux:test",
+        provider=FauxProvider([faux.tool_call("fail", {"text": "x"}), faux.text("ok")]),
+        autoload=False,
+        tools=[fail],
+        plugins=[Gate()],
+    )
+    agent.subscribe(renderer)
+    await agent.prompt("go")
+
+    assert "• fail blocked by policy: not in this workspace" in err.getvalue()
+    assert "• fail {" not in err.getvalue()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import time
 from collections.abc import Mapping
@@ -23,6 +24,18 @@ from ..signal import AbortSignal
 __all__ = ["JsonRenderer", "TerminalRenderer"]
 
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+_ARGUMENTS_SHOWN = 60
+
+
+def _shortened(args: Any) -> str:
+    """A call's arguments as one short line of JSON."""
+    try:
+        text = json.dumps(args, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = "{...}"
+    return text if len(text) <= _ARGUMENTS_SHOWN else text[: _ARGUMENTS_SHOWN - 1] + "…"
 
 
 class JsonRenderer:
@@ -54,7 +67,8 @@ class TerminalRenderer:
         self.interactive = err.isatty() and not dumb
         self.color = self.interactive and not env.get("NO_COLOR")
         self.reason: str | None = None
-        self._started: dict[str, float] = {}
+        self._started: dict[str, tuple[float, str]] = {}
+        self._blocked: set[str] = set()
         self._spinner: asyncio.Task[None] | None = None
         self._line_open = False
 
@@ -66,20 +80,20 @@ class TerminalRenderer:
 
     async def _spin(self) -> None:
         index = 0
-        try:
-            while True:
-                self.err.write(f"\r{_FRAMES[index % len(_FRAMES)]} ")
-                self.err.flush()
-                index += 1
-                await asyncio.sleep(0.08)
-        finally:
-            self.err.write("\r  \r")
+        while True:
+            self.err.write(f"\r{_FRAMES[index % len(_FRAMES)]} ")
             self.err.flush()
+            index += 1
+            await asyncio.sleep(0.08)
 
     def _stop_spinner(self) -> None:
+        """Stop the spinner and erase it now, before anything else is written: erased
+        later (when the cancelled task runs again), it would wipe the first streamed text."""
         if self._spinner is not None:
             self._spinner.cancel()
             self._spinner = None
+            self.err.write("\r  \r")
+            self.err.flush()
 
     def _start_spinner(self) -> None:
         if self.interactive and self._spinner is None:
@@ -111,13 +125,24 @@ class TerminalRenderer:
                 label = "error" if message.stop_reason == "error" else "aborted"
                 self.err.write(self._red(f"{label}: {message.error_message}") + "\n")
         elif kind == "tool_execution_start":
-            self._started[event.tool_call_id] = time.perf_counter()
+            self._started[event.tool_call_id] = (time.perf_counter(), _shortened(event.args))
+        elif kind == "tool_decision" and event.decision == "block":
+            self._stop_spinner()
+            self._blocked.add(event.tool_call_id)
+            line = (
+                f"• {event.tool_name} blocked by {event.plugin or event.decided_by}: {event.reason}"
+            )
+            self.err.write(self._red(line) + "\n")
         elif kind == "tool_execution_end":
-            took = time.perf_counter() - self._started.pop(event.tool_call_id, time.perf_counter())
-            outcome = "error" if event.is_error else "ok"
-            first = (event.result.text.strip().splitlines() or [""])[0][:100]
-            line = f"• {event.tool_name} {outcome} ({took:.2f}s) {first}"
-            self.err.write((self._red(line) if event.is_error else self._dim(line)) + "\n")
+            self._stop_spinner()
+            started, args = self._started.pop(event.tool_call_id, (time.perf_counter(), ""))
+            if event.tool_call_id not in self._blocked:
+                took = time.perf_counter() - started
+                outcome = "error" if event.is_error else "ok"
+                first = (event.result.text.strip().splitlines() or [""])[0][:100]
+                line = f"• {event.tool_name} {args} {outcome} ({took:.2f}s) {first}"
+                self.err.write((self._red(line) if event.is_error else self._dim(line)) + "\n")
+            self._blocked.discard(event.tool_call_id)
             self.err.flush()
             self._start_spinner()
         elif kind == "retry":
