@@ -6,7 +6,9 @@ empty) turns colours off, ``TERM=dumb`` turns off colours and the spinner.
 
 from __future__ import annotations
 
+import asyncio
 import io
+from typing import Any
 
 import pytest
 
@@ -90,7 +92,12 @@ async def test_the_first_streamed_text_survives_the_spinner_on_a_terminal() -> N
 
     screen = Terminal()
     renderer = TerminalRenderer(screen, screen, environ={"TERM": "xterm"})
-    provider = FauxProvider([faux.text("The answer")])
+
+    async def thinking_first(request: Any) -> Any:
+        await asyncio.sleep(0.05)  # the model takes a while: the spinner turns meanwhile
+        return faux.text("The answer")
+
+    provider = FauxProvider([thinking_first], delay_s=0.001)
     agent = Agent(model="faux:test", provider=provider, autoload=False)
     agent.subscribe(renderer)
     await agent.prompt("go")
