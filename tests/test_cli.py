@@ -153,3 +153,31 @@ def test_corrupt_session_exits_2(plugin_dir: Path, tmp_path: Path) -> None:
     done = _cli(plugin_dir, "run", "hi", "--session", str(session))
     assert done.returncode == 2
     assert "bad.jsonl:1" in done.stderr
+
+
+CUT_PLUGIN = """
+from mainspring import hookimpl
+from mainspring.testing import FauxProvider, faux
+
+name = "cut"
+
+@hookimpl
+def register_providers():
+    return [FauxProvider([faux.reply(faux.text("Once upon a"), stop_reason="length")], name="cut")]
+"""
+
+
+def test_a_reply_cut_at_the_output_limit_says_so_and_exits_3(plugin_dir: Path) -> None:
+    (plugin_dir / "cut_plugin.py").write_text(CUT_PLUGIN)
+    done = _cli(plugin_dir, "run", "tell a story", "--plugin", "cut_plugin", "--model", "cut:x")
+
+    assert done.returncode == 3, done.stderr
+    assert "Once upon a" in done.stdout
+    assert "cut off at the model's output-token limit" in done.stderr
+
+
+def test_an_empty_model_is_a_usage_error(plugin_dir: Path) -> None:
+    done = _cli(plugin_dir, "run", "hi", "--model", "")
+
+    assert done.returncode == 2
+    assert "--model is empty" in done.stderr

@@ -36,7 +36,9 @@ from .render import JsonRenderer, TerminalRenderer
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CUT = 0, 1, 2, 3
+"""Done; the run ended in error or was aborted; bad usage or configuration; the reply was
+cut off at the output-token limit."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -156,8 +158,11 @@ def _build_agent(args: argparse.Namespace) -> Agent:
         "disable_plugins": args.no_plugin,
         "settings": settings,
     }
-    if getattr(args, "model", None):
-        options["model"] = args.model
+    model = getattr(args, "model", None)
+    if model is not None:
+        if not model.strip():
+            raise ValueError('--model is empty; give "provider:model-id", e.g. local:smollm2-135m')
+        options["model"] = model
     if getattr(args, "system", None) is not None:
         options["system_prompt"] = args.system
     session = getattr(args, "session", None)
@@ -198,8 +203,18 @@ async def _run(args: argparse.Namespace, agent: Agent) -> int:
     )
     agent.subscribe(renderer)
     async with agent:  # closing stops the MCP servers it started
-        await agent.prompt(args.prompt_text)
-    return EXIT_OK if renderer.reason in ("stop", "stopped_by_hook") else EXIT_RUN_FAILED
+        outcome = await agent.prompt(args.prompt_text)
+    if renderer.reason not in ("stop", "stopped_by_hook"):
+        return EXIT_RUN_FAILED
+    replies = [m for m in outcome.messages if getattr(m, "role", None) == "assistant"]
+    if replies and replies[-1].stop_reason == "length":
+        print(
+            "mainspring: the reply was cut off at the model's output-token limit "
+            "(stop_reason=length)",
+            file=sys.stderr,
+        )
+        return EXIT_CUT
+    return EXIT_OK
 
 
 def _capabilities(capabilities: dict[str, list[str] | None]) -> str:
