@@ -83,3 +83,17 @@ def test_default_model_comes_from_settings() -> None:
     assert agent.state.model.ref == "faux:scripted"
     other = Agent(model="faux:t", provider=FauxProvider([faux.text("x")]), autoload=False)
     assert other.state.model.ref == "faux:t"
+
+
+def test_config_errors_are_sentences_naming_the_file_and_key(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('steering_mod = "all"\n\n[retry]\nmax_attempts = "many"\n')
+
+    with pytest.raises(ValueError) as caught:
+        load_settings(config, environ={})
+
+    message = str(caught.value)
+    assert str(config) in message
+    assert "unknown key 'steering_mod' (a typo?)" in message
+    assert "retry.max_attempts:" in message
+    assert "pydantic" not in message and "https://" not in message

@@ -309,4 +309,21 @@ def load_settings(
     try:
         return Settings.model_validate(data)
     except ValidationError as error:
-        raise ValueError(f"invalid settings in {candidate or 'the environment'}: {error}") from None
+        raise ValueError(
+            f"invalid settings in {candidate or 'the environment'}: {settings_problems(error)}"
+        ) from None
+
+
+def settings_problems(error: ValidationError) -> str:
+    """Each problem of ``error`` as one readable sentence: the key, what is wrong with it."""
+    sentences = []
+    for item in error.errors(include_url=False):
+        key = ".".join(str(part) for part in item["loc"]) or "(the file)"
+        if item["type"] == "extra_forbidden":
+            sentences.append(f"unknown key {key!r} (a typo?)")
+        elif item["type"] == "literal_error":
+            allowed = item.get("ctx", {}).get("expected", "")
+            sentences.append(f"{key} = {item['input']!r} is not allowed; use {allowed}")
+        else:
+            sentences.append(f"{key}: {item['msg']}")
+    return "; ".join(sentences)
