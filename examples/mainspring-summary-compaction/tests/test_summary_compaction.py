@@ -389,19 +389,30 @@ def test_files_touched_reads_file_arguments() -> None:
 
 
 def _installed() -> bool:
-    return any(ep.name == plugin.NAME for ep in importlib.metadata.entry_points(group="mainspring"))
+    return any(
+        ep.name == plugin.PLUGIN_NAME for ep in importlib.metadata.entry_points(group="mainspring")
+    )
 
 
 @pytest.mark.skipif(not _installed(), reason="the distribution is not installed")
 def test_the_entry_point_loads_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
     [ep] = [
-        ep for ep in importlib.metadata.entry_points(group="mainspring") if ep.name == plugin.NAME
+        ep
+        for ep in importlib.metadata.entry_points(group="mainspring")
+        if ep.name == plugin.PLUGIN_NAME
     ]
     assert ep.load() is plugin
-    monkeypatch.setenv("MAINSPRING_PLUGINS", plugin.NAME)
+    monkeypatch.setenv("MAINSPRING_PLUGINS", plugin.PLUGIN_NAME)
     agent = Agent(model="faux:t", provider=FauxProvider())
-    info = agent.plugins.info(plugin.NAME)
+    info = agent.plugins.info(plugin.PLUGIN_NAME)
     assert info is not None
     assert info.source == "entrypoint"
     assert info.distribution == plugin.NAME
     assert "compact" in info.hooks
+
+
+def test_in_process_it_has_the_name_it_is_installed_under() -> None:
+    agent = Agent(model="faux:t", provider=FauxProvider(), autoload=False, plugins=[plugin])
+    info = agent.plugins.info(plugin.PLUGIN_NAME)
+    assert info is not None and info.source == "inprocess"
+    assert info.declared == frozenset({"compaction"})

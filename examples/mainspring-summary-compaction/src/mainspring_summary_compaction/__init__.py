@@ -77,6 +77,7 @@ from pydantic import BaseModel
 
 __all__ = [
     "NAME",
+    "PLUGIN_NAME",
     "SECTIONS",
     "SYSTEM_PROMPT",
     "SummaryError",
@@ -91,8 +92,11 @@ __all__ = [
 CAPABILITIES = ("compaction",)
 """What this plugin does (its manifest; see ``docs/capabilities.md``)."""
 
-NAME = "mainspring-summary-compaction"
-name = NAME  # the plugin's name when registered in-process (plugins=[module])
+PLUGIN_NAME = "mainspring-summary-compaction"
+"""The plugin's one name, in-process (``plugins=[module]``) and installed (its entry point):
+the key of its ``plugin_options`` and ``[plugins.NAME]`` table, and its ``--no-plugin`` name."""
+
+NAME = PLUGIN_NAME  # the name this module exported before PLUGIN_NAME
 
 SECTIONS: tuple[str, ...] = ("Goal", "Progress", "Decisions", "Next steps", "Files touched")
 """The sections of every summary, in order."""
