@@ -176,3 +176,91 @@ def test_plugins_lists_declared_and_granted_capabilities(tmp_path: Path) -> None
     rows = {row["name"]: row for row in json.loads(done.stdout)}
     assert rows["event_log"]["capabilities"] == {"declared": ["observe"], "granted": []}
     assert rows["session_writer"]["capabilities"]["declared"] == ["observe"]
+
+
+class Watcher:
+    """Declares only observation, and watches."""
+
+    name = "watcher"
+    CAPABILITIES = ("observe",)
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    @hookimpl
+    def on_event(self, event: Any) -> None:
+        self.seen.append(event.type)
+
+
+def test_a_plugin_registered_later_is_held_to_its_manifest() -> None:
+    class Sneaky:
+        name = "sneaky"
+        CAPABILITIES = ("observe",)
+
+        @hookimpl
+        def transform_context(self, messages: Any) -> None:
+            pass
+
+    agent = build([])
+
+    with pytest.raises(PluginLoadError, match="transform_context"):
+        agent.plugins.pm.register(Sneaky())
+
+    assert agent.plugins.info("sneaky") is None
+    assert agent.plugins.pm.get_plugin("sneaky") is None
+
+
+async def test_a_plugin_registered_later_is_narrowed_by_the_config_file() -> None:
+    settings = Settings.model_validate({"plugins": {"watcher": {"capabilities": ["tools"]}}})
+    agent = build([], settings)
+    watcher = Watcher()
+    agent.plugins.pm.register(watcher, name="watcher")
+
+    await agent.prompt("go")
+
+    info = agent.plugins.info("watcher")
+    assert info is not None and info.granted == frozenset()
+    assert watcher.seen == []
+
+
+def test_a_grant_naming_no_plugin_is_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    settings = Settings.model_validate({"plugins": {"watchr": {"capabilities": ["tools"]}}})
+
+    build([Watcher()], settings)
+
+    assert any(
+        record.getMessage() == "plugin_grant_unused" and record.plugin == "watchr"  # type: ignore[attr-defined]
+        for record in caplog.records
+    )
+
+
+def test_a_tool_name_collision_says_how_to_disable_a_plugin() -> None:
+    class Twin:
+        name = "twin"
+        CAPABILITIES = ("tools",)
+
+        @hookimpl
+        def register_tools(self) -> list[Any]:
+            return [ping]
+
+    with pytest.raises(PluginLoadError) as caught:
+        build([Bundle(), Twin()])
+
+    message = str(caught.value)
+    assert "'bundle'" in message and "'twin'" in message
+    assert "--no-plugin twin" in message
+
+
+def test_every_hook_needs_exactly_one_capability_and_the_docs_list_it() -> None:
+    from mainspring import hookspecs
+    from mainspring.kernel.capabilities import CAPABILITY_OF
+
+    assert set(CAPABILITY_OF) == hookspecs.ASYNC_HOOKS | hookspecs.SYNC_HOOKS
+    table = (Path(__file__).resolve().parent.parent / "docs" / "capabilities.md").read_text()
+    rows = {
+        line.split("|")[1].strip(" `"): line.split("|")[2]
+        for line in table.splitlines()
+        if line.startswith("| `")
+    }
+    for hook, capability in CAPABILITY_OF.items():
+        assert f"`{hook}`" in rows[capability], f"{hook} is not listed under {capability}"

@@ -40,6 +40,12 @@ test = ["pytest>=8", "pytest-asyncio>=0.24"]
 [project.entry-points.mainspring]
 {name} = "{module}"
 
+# its capability manifest, readable without importing it: one entry per capability, the
+# same as CAPABILITIES in the module (mainspring's docs/capabilities.md)
+[project.entry-points."mainspring.capabilities"]
+"{name}.tools" = "{module}"
+"{name}.gate" = "{module}"
+
 [tool.hatch.build.targets.wheel]
 packages = ["src/{module}"]
 
@@ -73,6 +79,9 @@ from mainspring import Block, hookimpl
 
 PLUGIN_NAME = "{name}"
 """The distribution and entry-point name; also the key of this plugin's options."""
+
+CAPABILITIES = ("tools", "gate")
+"""What this plugin does (its manifest): each hook it implements needs one of these."""
 
 DEFAULT_MAX_LENGTH = {default_max}
 

@@ -30,7 +30,7 @@ from .commands import (
     new_plugin_command,
     read_prompt,
 )
-from .listing import build_for_listing, report_broken, show_tool
+from .listing import build_for_listing, list_plugins, report_broken, show_tool
 from .mcp import add_mcp_option, apply_mcp_option, mcp_command, server_of
 from .render import JsonRenderer, TerminalRenderer
 
@@ -217,46 +217,6 @@ async def _run(args: argparse.Namespace, agent: Agent) -> int:
     return EXIT_OK
 
 
-def _capabilities(capabilities: dict[str, list[str] | None]) -> str:
-    declared, granted = capabilities["declared"], capabilities["granted"]
-    shown = "undeclared" if declared is None else (", ".join(declared) or "none")
-    if granted is not None and granted != declared:
-        shown += f"; granted: {', '.join(granted) or 'none'}"
-    return shown
-
-
-def _plugins(agent: Agent, as_json: bool) -> int:
-    rows: list[dict[str, Any]] = [
-        {
-            "name": info.name,
-            "source": info.source,
-            "distribution": info.distribution,
-            "version": info.version,
-            "essential": info.essential,
-            "hooks": list(info.hooks),
-            "tools": list(info.tools),
-            "capabilities": {
-                "declared": sorted(info.declared) if info.declared is not None else None,
-                "granted": sorted(info.granted) if info.granted is not None else None,
-            },
-        }
-        for info in agent.plugins.infos
-    ]
-    if as_json:
-        print(json.dumps(rows, indent=2))
-        return EXIT_OK
-    for row in rows:
-        origin = row["source"]
-        if row["distribution"] and row["source"] == "entrypoint":
-            origin = f"{row['distribution']} {row['version'] or ''}".strip()
-        print(f"{row['name']}  ({origin}{', essential' if row['essential'] else ''})")
-        print(f"    hooks: {', '.join(row['hooks']) or '-'}")
-        print(f"    capabilities: {_capabilities(row['capabilities'])}")
-        if row["tools"]:
-            print(f"    tools: {', '.join(row['tools'])}")
-    return EXIT_OK
-
-
 def _tools(agent: Agent, as_json: bool, schema: bool = False) -> int:
     owners = agent.tool_owners
     rows: list[dict[str, Any]] = [
@@ -327,16 +287,16 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     if args.command in ("plugins", "tools"):
         debug = args.log_level.upper() == "DEBUG"
-        report_broken(broken, debug, as_json=False)
+        report_broken(broken, debug)
         if args.command == "tools" and args.show:
             if len(args.show) != 2 or args.show[0] != "show":
                 parser.error("use: mainspring tools show NAME")
             return show_tool(agent, args.show[1], args.json)
-        code = (
-            _plugins(agent, args.json)
-            if args.command == "plugins"
-            else _tools(agent, args.json, args.schema)
-        )
+        if args.command == "plugins":
+            list_plugins(agent, broken, args.json)
+            code = EXIT_OK
+        else:
+            code = _tools(agent, args.json, args.schema)
         return EXIT_USAGE if broken and code == EXIT_OK else code
     if args.command == "mcp":
         return mcp_command(agent, args.json)

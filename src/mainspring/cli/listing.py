@@ -3,7 +3,9 @@
 A broken plugin or two tools with one name stop an agent from starting, as they must.
 The listing commands are how a person finds out why: they build the agent again without
 each plugin that fails (one at a time, each failure kept), list what loads, then name
-every broken plugin with its error (the traceback with ``--log-level DEBUG``).
+every broken plugin with its error (the traceback with ``--log-level DEBUG``) and, for an
+installed one, the capabilities its distribution declares (read without importing it).
+``mainspring plugins`` shows each plugin's declared and granted capabilities;
 ``mainspring tools show NAME`` prints exactly what the model is told about a tool.
 """
 
@@ -18,9 +20,9 @@ from typing import Any
 
 from ..errors import PluginLoadError
 from ..kernel.agent import Agent
-from ..kernel.plugins import plugin_name
+from ..kernel.plugins import installed_manifest, plugin_name
 
-__all__ = ["build_for_listing", "report_broken", "show_tool"]
+__all__ = ["build_for_listing", "list_plugins", "report_broken", "show_tool"]
 
 _MAX_BROKEN = 20
 """How many broken plugins a listing works around before it gives up."""
@@ -60,16 +62,85 @@ def _passed_as(modules: list[str], plugin: str) -> str | None:
     return None
 
 
-def report_broken(broken: list[PluginLoadError], debug: bool, as_json: bool) -> Any:
-    """Print each broken plugin on stderr (JSON rows when ``as_json``); the rows."""
-    rows = [{"plugin": error.plugin, "error": str(error)} for error in broken]
-    if as_json:
-        return rows
+def report_broken(broken: list[PluginLoadError], debug: bool) -> None:
+    """Print each broken plugin on stderr: its error, the capabilities its distribution
+    declares (if any), and with ``debug`` the traceback."""
     for error in broken:
         print(f"broken: {error.plugin}: {error}", file=sys.stderr)
+        declared = installed_manifest(error.plugin) if error.plugin else None
+        if declared is not None:
+            print(f"    declared capabilities: {_names(declared)}", file=sys.stderr)
         if debug:
             traceback.print_exception(error, file=sys.stderr)
-    return rows
+
+
+def _names(capabilities: Any) -> str:
+    return ", ".join(sorted(capabilities)) or "none"
+
+
+def _capabilities(declared: list[str] | None, granted: list[str] | None) -> str:
+    shown = "undeclared" if declared is None else _names(declared)
+    if granted is not None and granted != declared:
+        shown += f"; granted: {_names(granted)}"
+    return shown
+
+
+def list_plugins(agent: Agent, broken: list[PluginLoadError], as_json: bool) -> None:
+    """Print every loaded plugin (its origin, hooks, capabilities, tools), then the broken
+    ones; with ``as_json`` one JSON list whose broken rows carry their ``error`` (``null``
+    on the others)."""
+    rows: list[dict[str, Any]] = [
+        {
+            "name": info.name,
+            "source": info.source,
+            "distribution": info.distribution,
+            "version": info.version,
+            "essential": info.essential,
+            "hooks": list(info.hooks),
+            "tools": list(info.tools),
+            "capabilities": {
+                "declared": sorted(info.declared) if info.declared is not None else None,
+                "granted": sorted(info.granted) if info.granted is not None else None,
+            },
+            "error": None,
+        }
+        for info in agent.plugins.infos
+    ]
+    for error in broken:
+        declared = installed_manifest(error.plugin) if error.plugin else None
+        rows.append(
+            {
+                "name": error.plugin,
+                "source": "entrypoint" if declared or error.distribution else None,
+                "distribution": error.distribution,
+                "version": error.version,
+                "essential": False,
+                "hooks": [],
+                "tools": [],
+                "capabilities": {
+                    "declared": sorted(declared) if declared is not None else None,
+                    "granted": None,
+                },
+                "error": str(error),
+            }
+        )
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        if row["error"] is not None:
+            continue  # on stderr (report_broken)
+        origin = row["source"]
+        if row["distribution"] and row["source"] == "entrypoint":
+            origin = f"{row['distribution']} {row['version'] or ''}".strip()
+        print(f"{row['name']}  ({origin}{', essential' if row['essential'] else ''})")
+        print(f"    hooks: {', '.join(row['hooks']) or '-'}")
+        capabilities = row["capabilities"]
+        print(
+            f"    capabilities: {_capabilities(capabilities['declared'], capabilities['granted'])}"
+        )
+        if row["tools"]:
+            print(f"    tools: {', '.join(row['tools'])}")
 
 
 def show_tool(agent: Agent, name: str, as_json: bool) -> int:

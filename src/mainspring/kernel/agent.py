@@ -82,7 +82,7 @@ class Agent(Approving, Closing, Editing):
         relay = HookRelay(
             self._plugin_set.pm,
             self._plugin_set.fallbacks,
-            {info.name: info.granted for info in self._plugin_set.infos},
+            self._plugin_set.granted,
         )
         # registering or unregistering a plugin later rebuilds the compiled hook plans
         self._plugin_set.on_change(relay.invalidate)

@@ -103,9 +103,12 @@ class ToolSet:
             if not isinstance(tool, Tool):
                 raise TypeError(f"tools= takes Tool objects, got {tool!r}")
             if tool.name in self.tools:
+                first = self.owners[tool.name]
+                plugin = first if owner == GIVEN else owner
                 raise PluginLoadError(
-                    f'two tools are named "{tool.name}": one from {self.owners[tool.name]!r} '
-                    f"and one from {owner!r}; disable one of the plugins or rename a tool",
+                    f'two tools are named "{tool.name}": one from {first!r} and one from '
+                    f"{owner!r}; disable a plugin (disable_plugins=[{plugin!r}]; on the "
+                    f"command line --no-plugin {plugin}) or rename a tool",
                     plugin=owner,
                 )
             self.owners[tool.name] = owner

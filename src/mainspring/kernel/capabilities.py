@@ -1,30 +1,59 @@
 """Capability manifests: a plugin says what it does, and the loader holds it to that.
 
-Every hook needs one capability (:data:`CAPABILITY_OF`). A plugin declares the ones it uses
-with a ``CAPABILITIES`` attribute (a module-level tuple, or a class attribute of a plugin
-object): ``CAPABILITIES = ("tools", "gate")``. At registration:
+Every hook needs exactly one capability (:data:`CAPABILITY_OF`). A plugin declares the
+ones it uses in two places, which must agree when both are given:
+
+- a ``CAPABILITIES`` attribute (a module-level tuple, or a class attribute of a plugin
+  object), read when the plugin is registered: ``CAPABILITIES = ("tools", "gate")``;
+- for an installed plugin, its distribution's metadata, readable without importing it: one
+  entry point per capability in the :data:`MANIFEST_GROUP` group, named
+  ``PLUGIN.CAPABILITY`` (``PLUGIN`` being its name in the ``mainspring`` group).
+
+At registration:
 
 - a plugin that implements a hook whose capability it did not declare fails to load
   (:class:`~mainspring.PluginLoadError` naming the plugin, the hook and the capability);
 - a plugin without a manifest loads as *undeclared*, unless the settings require manifests
   (``[plugins] require_manifest = true``);
 - the operator may narrow any plugin in the config file (``[plugins.NAME] capabilities =
-  ["tools"]``): its implementations of hooks outside the grant are never called (a
-  WARNING names each one at load), so a tool bundle cannot read the conversation even if
-  it asks to.
+  ["tools"]``): its implementations of hooks outside the grant are never called. Each is
+  named in a WARNING at load; one of a *protective* capability (:data:`PROTECTIVE`: a gate,
+  a redactor, an approver) in an ERROR, and narrowing a protective capability of a
+  plugin listed in ``required_plugins`` is a load error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import PluginLoadError
 from ..logs import get_logger
+from .plugin_controls import normalise
 
-__all__ = ["CAPABILITIES", "CAPABILITY_OF", "declared_capabilities", "granted_capabilities"]
+if TYPE_CHECKING:
+    from importlib_metadata import EntryPoint
+
+    from .plugin_set import PluginInfo
+
+__all__ = [
+    "CAPABILITIES",
+    "CAPABILITY_OF",
+    "MANIFEST_GROUP",
+    "PROTECTIVE",
+    "ManifestPolicy",
+    "apply_manifest",
+    "check_manifest",
+    "declared_capabilities",
+    "granted_capabilities",
+    "metadata_manifests",
+]
 
 log = get_logger("mainspring.plugins")
+
+MANIFEST_GROUP: Final = "mainspring.capabilities"
+"""The entry-point group of installed plugins' manifests (one ``PLUGIN.CAPABILITY`` each)."""
 
 CAPABILITY_OF: Final[Mapping[str, str]] = {
     "register_tools": "tools",
@@ -44,63 +73,151 @@ CAPABILITY_OF: Final[Mapping[str, str]] = {
 
 CAPABILITIES: Final = frozenset(CAPABILITY_OF.values())
 
+PROTECTIVE: Final = frozenset({"gate", "redact", "approve"})
+"""Capabilities that protect the user: narrowing one away switches a protection off."""
 
-def declared_capabilities(name: str, plugin: Any, hooks: Iterable[str]) -> frozenset[str] | None:
-    """The capabilities ``plugin`` declares (``None``: no manifest), checked against ``hooks``.
 
-    Raises :class:`~mainspring.PluginLoadError` for a malformed manifest or a hook outside it.
+@dataclass(frozen=True, slots=True)
+class ManifestPolicy:
+    """The operator's rules for manifests, and the manifests installed distributions declare.
+
+    ``grants`` and ``metadata`` are keyed by normalised plugin name.
     """
-    manifest = getattr(plugin, "CAPABILITIES", None)
-    if manifest is None:
-        return None
-    if isinstance(manifest, str) or not isinstance(manifest, Iterable):
-        raise PluginLoadError(
-            f"plugin {name!r}: CAPABILITIES must be a tuple of names, got {manifest!r}",
-            plugin=name,
-        )
-    declared = frozenset(manifest)
-    unknown = sorted(str(item) for item in declared - CAPABILITIES)
+
+    grants: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    require_manifest: bool = False
+    metadata: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        grants: Mapping[str, Iterable[str]],
+        require_manifest: bool,
+        metadata: Mapping[str, frozenset[str]],
+    ) -> ManifestPolicy:
+        """The policy; an unknown capability in ``grants`` is a load error (before imports)."""
+        checked: dict[str, frozenset[str]] = {}
+        for name, grant in grants.items():
+            granted = frozenset(grant)
+            _check_known(granted, f"[plugins.{name}] capabilities", name)
+            checked[normalise(name)] = granted
+        return cls(checked, require_manifest, metadata)
+
+
+def metadata_manifests(eps: Iterable[EntryPoint]) -> dict[str, frozenset[str]]:
+    """The manifests in :data:`MANIFEST_GROUP` entry points, by normalised plugin name.
+
+    An entry named without a ``.`` contributes its whole name as a (bad) capability, so the
+    plugin's load error names it.
+    """
+    found: dict[str, set[str]] = {}
+    for ep in eps:
+        plugin, dot, capability = ep.name.strip().rpartition(".")
+        key = normalise(plugin) if dot else normalise(capability)
+        found.setdefault(key, set()).add(capability.strip() if dot else ep.name)
+    return {name: frozenset(capabilities) for name, capabilities in found.items()}
+
+
+def _check_known(names: frozenset[str], where: str, plugin: str, hint: str = "") -> None:
+    unknown = sorted(str(item) for item in names - CAPABILITIES)
     if unknown:
         raise PluginLoadError(
-            f"plugin {name!r} declares unknown capabilities {', '.join(unknown)}; known: "
-            f"{', '.join(sorted(CAPABILITIES))}",
-            plugin=name,
+            f"{where} names unknown capabilities {', '.join(unknown)}; known: "
+            f"{', '.join(sorted(CAPABILITIES))}{hint}",
+            plugin=plugin,
         )
+
+
+def check_manifest(name: str, metadata: frozenset[str] | None, hint: str = "") -> None:
+    """Refuse a metadata manifest naming unknown capabilities (before the plugin is imported)."""
+    if metadata is not None:
+        where = f"plugin {name!r}: its distribution's {MANIFEST_GROUP} entry points"
+        _check_known(metadata, where, name, f". {hint}" if hint else "")
+
+
+def declared_capabilities(
+    name: str, plugin: Any, hooks: Iterable[str], metadata: frozenset[str] | None = None
+) -> frozenset[str] | None:
+    """The capabilities ``plugin`` declares (``None``: no manifest), checked against ``hooks``.
+
+    ``metadata`` is the manifest its distribution declares, if any; when the plugin also
+    has a ``CAPABILITIES`` attribute, the two must be the same. Raises
+    :class:`~mainspring.PluginLoadError` for a malformed manifest, two that differ, or a
+    hook outside it.
+    """
+    manifest = getattr(plugin, "CAPABILITIES", None)
+    declared = metadata
+    if manifest is not None:
+        if isinstance(manifest, str) or not isinstance(manifest, Iterable):
+            raise PluginLoadError(
+                f"plugin {name!r}: CAPABILITIES must be a tuple of names, got {manifest!r}",
+                plugin=name,
+            )
+        declared = frozenset(manifest)
+        _check_known(declared, f"plugin {name!r}: CAPABILITIES", name)
+        if metadata is not None and metadata != declared:
+            raise PluginLoadError(
+                f"plugin {name!r}: its CAPABILITIES ({_names(declared)}) differ from its "
+                f"distribution's {MANIFEST_GROUP} entry points ({_names(metadata)}); make "
+                "them the same and reinstall it",
+                plugin=name,
+            )
+    if declared is None:
+        return None
     for hook in hooks:
         needed = CAPABILITY_OF.get(hook)
         if needed is not None and needed not in declared:
             raise PluginLoadError(
                 f"plugin {name!r} implements {hook}, which needs the capability {needed!r}, "
-                f"but declares only {', '.join(sorted(declared)) or 'none'}; add {needed!r} to "
-                "its CAPABILITIES",
+                f"but declares only {_names(declared)}; add {needed!r} to its CAPABILITIES"
+                + (f" and its {MANIFEST_GROUP} entry points" if metadata is not None else ""),
                 plugin=name,
             )
     return declared
 
 
+def _names(capabilities: Iterable[str]) -> str:
+    return ", ".join(sorted(capabilities)) or "none"
+
+
 def granted_capabilities(
-    name: str, declared: frozenset[str] | None, hooks: Iterable[str], grant: Iterable[str] | None
+    name: str,
+    declared: frozenset[str] | None,
+    hooks: Iterable[str],
+    grant: frozenset[str] | None,
+    required: bool = False,
 ) -> frozenset[str] | None:
     """What ``name`` may use: its declaration narrowed by the operator's ``grant``.
 
-    ``None`` means everything (no manifest, no grant). A hook it implements outside the
-    result is logged at WARNING: the kernel will not call it.
+    ``None`` means everything (no manifest, no grant). Each hook it implements outside the
+    result is logged (an ERROR for a :data:`PROTECTIVE` one, else a WARNING): the kernel
+    will not call it. A ``required`` plugin whose protective hook is narrowed away is a
+    :class:`~mainspring.PluginLoadError`.
     """
     if grant is None:
         return declared
-    granted = frozenset(grant)
-    unknown = sorted(granted - CAPABILITIES)
-    if unknown:
-        raise PluginLoadError(
-            f"[plugins.{name}] capabilities names unknown capabilities {', '.join(unknown)}; "
-            f"known: {', '.join(sorted(CAPABILITIES))}",
-            plugin=name,
-        )
-    if declared is not None:
-        granted &= declared
+    granted = grant if declared is None else grant & declared
     for hook in hooks:
         needed = CAPABILITY_OF.get(hook)
-        if needed is not None and needed not in granted:
+        if needed is None or needed in granted:
+            continue
+        if needed in PROTECTIVE and required:
+            raise PluginLoadError(
+                f"plugin {name!r} is in required_plugins, but [plugins.{name}] capabilities "
+                f"leaves out {needed!r}, so its {hook} would never run; add {needed!r} to "
+                "that list, or remove the plugin from required_plugins",
+                plugin=name,
+            )
+        if needed in PROTECTIVE:
+            log.error(
+                "plugin_protection_off",
+                plugin=name,
+                hook=hook,
+                capability=needed,
+                detail=f"[plugins.{name}] capabilities leaves out {needed!r}: this "
+                "protection is off; add it to the list to turn it back on",
+            )
+        else:
             log.warning(
                 "plugin_hook_not_granted",
                 plugin=name,
@@ -109,3 +226,36 @@ def granted_capabilities(
                 detail="the config file narrows this plugin; the hook will not be called",
             )
     return granted
+
+
+def apply_manifest(
+    info: PluginInfo, policy: ManifestPolicy, *, required: bool = False, hint: str = ""
+) -> None:
+    """Set ``info.declared`` and ``info.granted`` from the plugin and ``policy``.
+
+    The metadata manifest counts for installed plugins only. Raises
+    :class:`~mainspring.PluginLoadError` (ending with ``hint``) when the plugin breaks its
+    manifest, has none although one is required, or is required and narrowed unsafely.
+    """
+    key = normalise(info.name)
+    metadata = policy.metadata.get(key) if info.source == "entrypoint" else None
+    suffix = f". {hint}" if hint else ""
+    try:
+        info.declared = declared_capabilities(info.name, info.plugin, info.hooks, metadata)
+        if info.declared is None and policy.require_manifest and info.source != "builtin":
+            raise PluginLoadError(
+                f"plugin {info.name!r} declares no capabilities, and the config file "
+                "requires a manifest ([plugins] require_manifest = true); give it a "
+                "CAPABILITIES tuple (see docs/capabilities.md)",
+                plugin=info.name,
+            )
+        info.granted = granted_capabilities(
+            info.name, info.declared, info.hooks, policy.grants.get(key), required
+        )
+    except PluginLoadError as error:
+        raise PluginLoadError(
+            f"{error}{suffix}",
+            plugin=info.name,
+            distribution=info.distribution,
+            version=info.version,
+        ) from None

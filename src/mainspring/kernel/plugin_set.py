@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal, final
@@ -24,6 +24,8 @@ import pluggy
 
 from .. import hookspecs
 from ..errors import PluginLoadError
+from ..logs import get_logger
+from .capabilities import ManifestPolicy, apply_manifest
 from .plugin_controls import DisabledPlugin, normalise
 
 __all__ = [
@@ -39,6 +41,8 @@ __all__ = [
 
 
 Source = Literal["builtin", "entrypoint", "inprocess"]
+
+_log = get_logger("mainspring.plugins")
 
 
 @final
@@ -66,10 +70,11 @@ class PluginSet:
     """A plugin manager and what was loaded into it, in load order.
 
     ``disabled`` lists the plugins the controls turned off, with the control that did;
-    ``required`` holds the normalised names of the plugins the agent must not run without.
-    When ``pm`` was built by :func:`load_plugins`, ``infos`` follows it: a plugin
-    registered later (``pm.register``) is appended as ``inprocess`` once it passes the
-    same validation, one unregistered (:meth:`unregister`, ``pm.unregister``,
+    ``required`` holds the normalised names of the plugins the agent must not run without;
+    ``policy`` the manifest rules every plugin is held to. When ``pm`` was built by
+    :func:`load_plugins`, ``infos`` follows it: a plugin registered later
+    (``pm.register``) is appended as ``inprocess`` once it passes the same validation and
+    manifest checks, one unregistered (:meth:`unregister`, ``pm.unregister``,
     ``pm.set_blocked``) is removed, and every listener added with :meth:`on_change` is
     called after each such change.
     """
@@ -78,6 +83,7 @@ class PluginSet:
     infos: list[PluginInfo]
     disabled: tuple[DisabledPlugin, ...] = ()
     required: frozenset[str] = frozenset()
+    policy: ManifestPolicy = field(default_factory=ManifestPolicy)
     _listeners: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -88,6 +94,32 @@ class PluginSet:
     def fallbacks(self) -> frozenset[str]:
         """The essential built-ins, whose implementations run after every plugin's."""
         return frozenset(info.name for info in self.infos if info.essential)
+
+    @property
+    def granted(self) -> Mapping[str, frozenset[str] | None]:
+        """Each registered plugin's granted capabilities (``None``: all), kept current."""
+        return _Granted(self.infos)
+
+    def check_manifests(self) -> None:
+        """Hold every plugin to its manifest and the policy (:func:`apply_manifest`).
+
+        A grant in the policy that names no registered plugin is logged at WARNING (a
+        misspelt ``[plugins.NAME]`` would otherwise narrow nothing).
+        """
+        for info in self.infos:
+            self._check_manifest(info)
+        names = {normalise(info.name) for info in self.infos}
+        for name in sorted(set(self.policy.grants) - names):
+            _log.warning(
+                "plugin_grant_unused",
+                plugin=name,
+                detail=f"[plugins.{name}] capabilities names no loaded plugin",
+            )
+
+    def _check_manifest(self, info: PluginInfo) -> None:
+        hint = self.fix_hint(info.name) if info.source == "entrypoint" else ""
+        required = normalise(info.name) in self.required and info.source != "inprocess"
+        apply_manifest(info, self.policy, required=required, hint=hint)
 
     def info(self, name: str) -> PluginInfo | None:
         """The plugin registered as ``name``."""
@@ -138,7 +170,9 @@ class PluginSet:
             )
 
     def _registered(self, name: str, plugin: Any) -> None:
-        self.infos.append(PluginInfo(name, "inprocess", plugin, hooks=hooks_of(self.pm, plugin)))
+        info = PluginInfo(name, "inprocess", plugin, hooks=hooks_of(self.pm, plugin))
+        self._check_manifest(info)
+        self.infos.append(info)
         self._changed()
 
     def _unregistered(self, plugin: Any) -> None:
@@ -148,6 +182,28 @@ class PluginSet:
     def _changed(self) -> None:
         for listener in list(self._listeners):
             listener()
+
+
+@final
+class _Granted(Mapping[str, "frozenset[str] | None"]):
+    """A live view of the plugins' granted capabilities, by registered name."""
+
+    __slots__ = ("_infos",)
+
+    def __init__(self, infos: list[PluginInfo]) -> None:
+        self._infos = infos
+
+    def __getitem__(self, name: str) -> frozenset[str] | None:
+        for info in self._infos:
+            if info.name == name:
+                return info.granted
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([info.name for info in self._infos])
+
+    def __len__(self) -> int:
+        return len(self._infos)
 
 
 _Opts = pluggy.HookimplOpts | None
@@ -194,10 +250,10 @@ class KernelManager(pluggy.PluginManager):
         if owner is not None and registered is not None:
             try:
                 validate(self, plugin, registered)
+                owner._registered(registered, plugin)
             except PluginLoadError:
                 super().unregister(plugin)
                 raise
-            owner._registered(registered, plugin)
         return registered
 
     def unregister(self, plugin: object | None = None, name: str | None = None) -> Any | None:

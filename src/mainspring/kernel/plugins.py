@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
@@ -33,18 +32,24 @@ import pluggy
 
 from ..errors import PluginLoadError
 from ..logs import get_logger
-from .capabilities import declared_capabilities, granted_capabilities
+from .capabilities import ManifestPolicy, check_manifest
 from .plugin_controls import (
     ENV_AUTOLOAD,
     OPTION_AUTOLOAD,
     DisabledPlugin,
     PluginControls,
     distribution_of,
-    forget_distributions,
     normalise,
     plugin_controls,
     required_problems,
 )
+from .plugin_scan import (
+    ENTRY_POINT_GROUP,
+    Installed,
+    rescan_installed_plugins,
+)
+from .plugin_scan import installed as _installed
+from .plugin_scan import manifests as _manifests
 from .plugin_set import (
     KernelManager,
     PluginInfo,
@@ -66,6 +71,7 @@ __all__ = [
     "PluginInfo",
     "PluginSet",
     "disable_hint",
+    "installed_manifest",
     "load_plugins",
     "plugin_controls",
     "required_hint",
@@ -73,8 +79,6 @@ __all__ = [
 ]
 
 _log = get_logger(__name__)
-
-ENTRY_POINT_GROUP = "mainspring"
 
 BUILTIN_PLUGINS: tuple[tuple[str, str, bool], ...] = (
     # (name, module, essential)
@@ -128,23 +132,42 @@ def plugin_name(plugin: Any) -> str:
     """The one name of a plugin passed in-process: the same as when it is installed.
 
     In order: its ``PLUGIN_NAME`` attribute, its ``name`` attribute, the name of the
-    installed entry point that points at it (a module that is an installed plugin's), and
-    last its module or class name. Installed plugins are named by their entry point; a
-    plugin that sets ``PLUGIN_NAME`` to that name is called the same in tests and in
-    production, in ``tool_decision.plugin``, ``plugin_options``, ``--no-plugin`` and errors.
+    installed entry point that points at it (the plugin is the object an installed
+    distribution's entry point names, its module already imported), and last its module
+    or class name. Installed plugins are named by their entry point; a plugin that sets
+    ``PLUGIN_NAME`` to that name is called the same in tests and in production, in
+    ``tool_decision.plugin``, ``plugin_options``, ``--no-plugin``, ``[plugins.NAME]`` and
+    errors.
     """
     for attribute in ("PLUGIN_NAME", "name"):
         explicit = getattr(plugin, attribute, None)
         if isinstance(explicit, str) and explicit:
             return explicit
-    if isinstance(plugin, ModuleType):
-        for eps in _installed().values():
-            for ep in eps:
-                if ep.value.strip() == plugin.__name__:
-                    return str(ep.name)
+    for eps in _installed().values():
+        for ep in eps:
+            if _target(ep) is plugin:
+                return str(ep.name)
     if isinstance(plugin, ModuleType) or inspect.isclass(plugin):
         return str(plugin.__name__)
     return type(plugin).__name__
+
+
+def _target(ep: EntryPoint) -> Any:
+    """The object ``ep`` names if its module is already imported (nothing is imported)."""
+    reference = ep.value.partition("[")[0].strip()
+    module_name, _, attribute = reference.partition(":")
+    target: Any = sys.modules.get(module_name.strip())
+    for part in attribute.strip().split(".") if attribute.strip() else ():
+        target = getattr(target, part, None)
+    return target
+
+
+def installed_manifest(name: str) -> frozenset[str] | None:
+    """The capabilities installed plugin ``name``'s distribution declares in its metadata.
+
+    Read without importing the plugin (``None``: its distribution declares none).
+    """
+    return _manifests().get(normalise(name))
 
 
 def _inprocess_name(plugin: Any, taken: set[str]) -> str:
@@ -153,61 +176,6 @@ def _inprocess_name(plugin: Any, taken: set[str]) -> str:
     while name in taken:
         name, suffix = f"{base}-{suffix}", suffix + 1
     return name
-
-
-Installed = dict[str, list["EntryPoint"]]
-
-
-_PathState = tuple[tuple[str, tuple[int, int] | None], ...]
-
-_scan: tuple[_PathState, Installed] | None = None
-"""The last entry-point scan and the state of ``sys.path`` it was made on."""
-
-
-def _path_state() -> _PathState:
-    """Each ``sys.path`` entry with its modification time and link count (``None``: missing).
-
-    Installing or removing a distribution adds or removes entries (its ``*.dist-info``
-    directory, a ``.pth`` file) in a ``sys.path`` directory, which changes that
-    directory's modification time and, for a subdirectory, its link count.
-    """
-    state: list[tuple[str, tuple[int, int] | None]] = []
-    for entry in sys.path:
-        try:
-            found = os.stat(entry or ".")
-        except (OSError, ValueError):
-            state.append((entry, None))
-        else:
-            state.append((entry, (found.st_mtime_ns, found.st_nlink)))
-    return tuple(state)
-
-
-def rescan_installed_plugins() -> None:
-    """Forget the cached entry-point scan: the next agent looks installed plugins up afresh.
-
-    The scan is redone anyway when ``sys.path`` or one of its directories changed; call
-    this after changing an installed distribution in place (editing its
-    ``entry_points.txt``, say) in a running process.
-    """
-    global _scan
-    _scan = None
-    forget_distributions()
-
-
-def _installed() -> Installed:
-    """The ``mainspring`` entry points by normalised name, in ``sys.path`` order (cached)."""
-    global _scan
-    state = _path_state()
-    if _scan is not None and _scan[0] == state:
-        return _scan[1]
-    from importlib_metadata import entry_points  # only when installed plugins are wanted
-
-    found: Installed = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(normalise(ep.name), []).append(ep)
-    forget_distributions()
-    _scan = (state, found)
-    return found
 
 
 def _discover(controls: PluginControls, required: bool) -> Installed | None:
@@ -303,11 +271,11 @@ def load_plugins(
     ``required`` names built-in or installed plugins the agent must not start without;
     it comes from settings, never from the environment. ``grants`` narrows plugins'
     capabilities by name and ``require_manifest`` refuses plugins without one (see
-    :mod:`~mainspring.kernel.capabilities`). Every check that needs no plugin
-    import (controls, duplicates, required plugins) is made before any installed plugin
-    is imported. Raises :class:`~mainspring.PluginLoadError` on any failure.
+    :mod:`~mainspring.kernel.capabilities`). Every check that needs no plugin import
+    (controls, duplicates, required plugins, the grants and the installed plugins'
+    metadata manifests) is made before any installed plugin is imported. Raises
+    :class:`~mainspring.PluginLoadError` on any failure.
     """
-    grants = grants or {}
     controls = plugin_controls(autoload, disable_plugins, environ)
     off: list[DisabledPlugin] = []
     builtins: list[tuple[str, str, bool]] = []
@@ -339,6 +307,10 @@ def load_plugins(
         if len(eps) > 1:
             raise _duplicate_error(eps)
     must = frozenset(normalise(name) for name in required)
+    policy = ManifestPolicy.build(grants or {}, require_manifest, _manifests() if selected else {})
+    for [ep] in selected:
+        hint = required_hint(ep.name) if normalise(ep.name) in must else disable_hint(ep.name)
+        check_manifest(ep.name, policy.metadata.get(normalise(ep.name)), hint)
     pm = KernelManager()
     infos: list[PluginInfo] = []
     for name, module_name, essential in builtins:
@@ -363,22 +335,6 @@ def load_plugins(
     for name, plugin in named:
         hooks = _register(pm, plugin, name, hint="(passed in plugins=)")
         infos.append(PluginInfo(name, "inprocess", plugin, None, None, hooks))
-    for info in infos:
-        _apply_manifest(info, grants, require_manifest)
-    return PluginSet(pm, infos, tuple(off), must)
-
-
-def _apply_manifest(
-    info: PluginInfo, grants: Mapping[str, Sequence[str]], require_manifest: bool
-) -> None:
-    """Check ``info``'s plugin against its manifest and the operator's grant."""
-    info.declared = declared_capabilities(info.name, info.plugin, info.hooks)
-    if info.declared is None and require_manifest and info.source != "builtin":
-        raise PluginLoadError(
-            f"plugin {info.name!r} declares no capabilities, and the config file requires "
-            "a manifest ([plugins] require_manifest = true); give it a CAPABILITIES tuple or "
-            f"{disable_hint(info.name)}",
-            plugin=info.name,
-        )
-    grant = grants.get(info.name)
-    info.granted = granted_capabilities(info.name, info.declared, info.hooks, grant)
+    plugin_set = PluginSet(pm, infos, tuple(off), must, policy)
+    plugin_set.check_manifests()
+    return plugin_set

@@ -170,8 +170,9 @@ class HookRelay:
     ) -> None:
         self._pm = pm
         self._fallbacks = fallbacks
-        self._granted = dict(granted or {})
-        """Each plugin's granted capabilities (absent or ``None``: all of them)."""
+        self._granted: Mapping[str, frozenset[str] | None] = granted if granted is not None else {}
+        """Each plugin's granted capabilities (absent or ``None``: all of them), read when
+        a hook's implementations are listed (a live mapping follows later registrations)."""
         self._cache: dict[str, tuple[Implementation, ...]] = {}
         self.version = 0
         """Increases at every :meth:`invalidate`: a plan built from an older one is stale."""
