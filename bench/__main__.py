@@ -26,6 +26,7 @@ from .report import machine, render
 from .scale import run_scale
 from .startup import run_startup
 from .turns import run_w1, run_w1h
+from .wire import run_w5
 
 Workload = Callable[[Config], Awaitable[list[Row]]]
 
@@ -36,6 +37,7 @@ WORKLOADS: dict[str, tuple[str, Workload]] = {
     "W2": ("50 concurrent tool calls sleeping 50 ms", run_w2),
     "W3": ("one reply of 5,000 text deltas, one listener", run_w3),
     "W4": ("one request over 2,000 prior messages", run_w4),
+    "W5": ("SSE bytes of a 2,000-delta reply through the OpenAI and Anthropic decoders", run_w5),
     "startup": ("import time, entry-point discovery, Agent construction", run_startup),
     "scale": ("10,000 idle agents; 1,000 concurrent short runs", run_scale),
     "mcp": ("an MCP tool over stdio against the same tool native; server start", run_mcp),

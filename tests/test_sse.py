@@ -134,3 +134,17 @@ async def test_aiter_sse_parses_an_async_byte_stream() -> None:
 
     events = [event async for event in aiter_sse(chunks())]
     assert events == [SSEEvent(data="a"), SSEEvent(data="b", complete=False)]
+
+
+def test_a_line_growing_over_many_chunks_raises_at_the_cap() -> None:
+    parser = SSEParser(max_size=100)
+    parser.feed(b"data: ")
+    for _ in range(9):
+        assert parser.feed(b"x" * 10) == []  # 96 characters so far: still under the cap
+    with pytest.raises(SSEError, match="line longer than 100 characters"):
+        parser.feed(b"x" * 10)
+
+
+def test_a_line_in_many_pieces_is_one_line() -> None:
+    pieces = [b"da", b"ta", b": ", *([b"ab"] * 50), b"\r", b"\n", b"\r\n"]
+    assert parse(*pieces) == [SSEEvent(data="ab" * 50)]

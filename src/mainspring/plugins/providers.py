@@ -11,6 +11,9 @@ agent. So an agent that never uses the local provider never imports its module, 
 environment variables are read when the provider is first used. Options for the local
 provider are still checked when the agent is built. Building a provider opens no
 connection and starts no server; that happens on its first request.
+
+The agent owns the providers built here: ``Agent.aclose()`` closes each one that was
+built (its ``aclose()``: the HTTP providers' pooled connections), none that was not.
 """
 
 from __future__ import annotations
@@ -59,6 +62,12 @@ class LazyProvider:
         """The built provider's ``stream``."""
         stream: AsyncIterator[Any] = self.provider.stream(request, signal)
         return stream
+
+    async def aclose(self) -> None:
+        """Close the built provider (its ``aclose()``, if it has one); nothing if unbuilt."""
+        aclose = getattr(self._built, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("__") or attribute in LazyProvider.__slots__:
@@ -115,12 +124,26 @@ def register_providers(agent: Any) -> list[Any]:
     """The bundled providers, each built on first use (later plugins may replace any of
     them by name)."""
     settings = agent.settings
-    return [
+    providers = [
         LazyProvider("faux", _faux),
         LazyProvider("openai", partial(_openai, _http_options(settings, "openai"))),
         LazyProvider("anthropic", partial(_anthropic, _http_options(settings, "anthropic"))),
         LazyProvider("local", partial(_local, _local_options(settings))),
     ]
+    agent.on_close(partial(_close_all, providers))
+    return providers
+
+
+async def _close_all(providers: list[LazyProvider]) -> None:
+    """Close every provider in ``providers``, even when one raises (the first is re-raised)."""
+    failure: Exception | None = None
+    for provider in providers:
+        try:
+            await provider.aclose()
+        except Exception as error:
+            failure = failure or error
+    if failure is not None:
+        raise failure
 
 
 _LOCAL_OPTIONS = frozenset(

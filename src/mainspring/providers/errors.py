@@ -16,6 +16,7 @@ header values) is replaced by ``***`` in every error text built here.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
@@ -30,7 +31,9 @@ from .base import ProviderError
 from .sse import SSEEvent
 
 __all__ = [
+    "MAX_ERROR_BODY_BYTES",
     "SECRET_HEADER",
+    "check_response",
     "decode_event_json",
     "error_from_payload",
     "error_from_status",
@@ -248,3 +251,52 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 def _truncate(text: str, limit: int = 1000) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+MAX_ERROR_BODY_BYTES = 64 * 1024
+"""How much of an error body is read (and mapped); the rest is not read."""
+
+
+async def check_response(
+    name: str, url: str, response: httpx.Response, read_timeout: float | None, secrets: list[str]
+) -> None:
+    """Raise unless ``response`` is a successful event stream.
+
+    A failed status maps its body (see :func:`error_from_status`); a successful JSON
+    body carrying an error object maps that error; any other successful content type
+    is a non-retryable error naming it and ``url``, read no further. The body is read
+    under ``read_timeout`` per chunk: a server that sends part of an error body and then
+    stalls still gets its error reported, with what arrived.
+    """
+    media_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if response.is_success:
+        if media_type == "text/event-stream":
+            return
+        if not media_type.endswith("json"):
+            raise _not_a_stream(name, url, media_type, secrets)
+    body = bytearray()
+    chunks = response.aiter_bytes()
+    while len(body) < MAX_ERROR_BODY_BYTES:
+        try:
+            async with asyncio.timeout(read_timeout):
+                body += await anext(chunks)
+        except (StopAsyncIteration, TimeoutError):
+            break
+    text = body[:MAX_ERROR_BODY_BYTES].decode("utf-8", errors="replace")
+    if not response.is_success:
+        raise error_from_status(name, response.status_code, response.headers, text, secrets)
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if isinstance(payload, Mapping) and "error" in payload:
+        raise error_from_payload(name, payload, secrets=secrets)
+    raise _not_a_stream(name, url, media_type, secrets)
+
+
+def _not_a_stream(name: str, url: str, media_type: str, secrets: list[str]) -> ProviderError:
+    return ProviderError(
+        f"{name}: expected an event stream (text/event-stream) from "
+        f"{redact(url, secrets)}, got {media_type or 'no content type'}; "
+        "is the base URL right?"
+    )

@@ -24,17 +24,27 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import json
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import aclosing
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, Self, TypeAlias
 
 import httpx
 
 from ..signal import AbortSignal
 from .base import Model, ModelRequest, ProviderError, StreamEvent
+from .clients import (
+    DEFAULT_REQUEST_TIMEOUT_S,
+    DEFAULT_TIMEOUT,
+    BorrowedTransport,
+    LoopClients,
+    ReadWatch,
+    TimeoutSpec,
+    resolve_timeout,
+)
 from .errors import (
+    MAX_ERROR_BODY_BYTES,
     SECRET_HEADER,
+    check_response,
     decode_event_json,
     error_from_payload,
     error_from_status,
@@ -48,6 +58,7 @@ from .sse import SSEError, SSEEvent, SSEParser
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT_S",
     "DEFAULT_TIMEOUT",
+    "MAX_ERROR_BODY_BYTES",
     "HTTPProvider",
     "TimeoutSpec",
     "decode_event_json",
@@ -60,37 +71,10 @@ __all__ = [
     "resolve_timeout",
 ]
 
-DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=60.0, pool=10.0)
-"""Seconds: ``read`` is the longest silence tolerated between two chunks of a reply."""
-
-TimeoutSpec: TypeAlias = httpx.Timeout | float | Mapping[str, float | None] | None
-"""An ``httpx.Timeout``, one number for all four phases, or a dict of the phases to change."""
-
-DEFAULT_REQUEST_TIMEOUT_S = 600.0
-"""Seconds a whole request may take, stream included, unless a provider is told otherwise."""
-
-MAX_ERROR_BODY_BYTES = 64 * 1024
 _QUEUE_SIZE = 256
-
-
-def resolve_timeout(value: TimeoutSpec) -> httpx.Timeout:
-    """The ``httpx.Timeout`` for ``value``; ``None`` means :data:`DEFAULT_TIMEOUT`.
-
-    A mapping changes only the phases it names (``connect``, ``read``, ``write``,
-    ``pool``); a number sets all four.
-    """
-    if value is None:
-        return DEFAULT_TIMEOUT
-    if isinstance(value, httpx.Timeout):
-        return value
-    if isinstance(value, int | float):
-        return httpx.Timeout(float(value))
-    phases = DEFAULT_TIMEOUT.as_dict()
-    unknown = set(value) - set(phases)
-    if unknown:
-        raise ValueError(f"unknown timeout phase(s): {sorted(unknown)}")
-    phases.update(value)
-    return httpx.Timeout(**phases)
+DRAIN_S = 0.25
+"""Seconds the end of a completed reply's response is waited for, so its connection can be
+reused (servers normally end it right after the last event)."""
 
 
 class _Marker(enum.Enum):
@@ -98,20 +82,7 @@ class _Marker(enum.Enum):
     WAKE = "wake"
 
 
-_Item: TypeAlias = SSEEvent | Exception | _Marker
-
-
-class _BorrowedTransport(httpx.AsyncBaseTransport):
-    """A caller's transport, used but never closed by the per-call clients."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self._inner = inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        return None
+_Item: TypeAlias = list[SSEEvent] | Exception | _Marker
 
 
 class WireStream(Protocol):
@@ -127,10 +98,14 @@ class WireStream(Protocol):
 class HTTPProvider:
     """Base of the HTTP providers: configuration, redaction and the abortable SSE read.
 
-    Each ``stream()`` call opens its own ``httpx.AsyncClient`` and closes it before
-    returning, so a provider is bound to no event loop. A ``transport`` passed in is
-    shared by those clients and never closed here (pass one, e.g. an
-    ``httpx.AsyncHTTPTransport``, to reuse connections; its owner closes it).
+    Requests share one ``httpx.AsyncClient`` (and so its connections) per event loop,
+    made on first use in that loop: a provider can serve successive ``asyncio.run()``
+    calls, and a client is never used outside the loop that made it. :meth:`aclose`
+    (or leaving ``async with provider:``) closes the running loop's client; a client left
+    open is closed when its loop shuts down (``asyncio.run()`` does that on the way out;
+    see :class:`~mainspring.providers.clients.LoopClients`). The bundled providers an
+    agent builds are closed by ``Agent.aclose()``. A ``transport`` passed in is used by
+    those clients and never closed here (its owner closes it).
     ``options`` are merged into every request body (a ``None`` value removes a key);
     ``headers`` are added to every request, after the provider's own.
 
@@ -163,7 +138,24 @@ class HTTPProvider:
         self.models: dict[str, Model] = _catalogue(models)
         self._api_key = api_key or None
         self._extra_headers = dict(headers or {})
-        self._transport = None if transport is None else _BorrowedTransport(transport)
+        borrowed = None if transport is None else BorrowedTransport(transport)
+        self._clients = LoopClients(
+            lambda: httpx.AsyncClient(transport=borrowed, timeout=self.timeout)
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client of the running event loop (its pooled connections).
+
+        Idempotent; a later request opens a new client. Clients made in other loops are
+        closed when those loops shut down.
+        """
+        await self._clients.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         key = "'***'" if self._api_key else "None"
@@ -204,7 +196,7 @@ class HTTPProvider:
             raise ProviderError(f"{self.name}: {problem}", retryable=False)
         body = self.request_body(request)
         state = self._stream_state(request)
-        async with aclosing(self._sse(self.endpoint, body, signal)) as events:
+        async with aclosing(self._sse(self.endpoint, body, signal, state)) as events:
             async for event in events:
                 for out in state.feed(event):
                     yield out
@@ -229,7 +221,11 @@ class HTTPProvider:
         return body
 
     async def _sse(
-        self, path: str, body: Mapping[str, Any], signal: AbortSignal
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        signal: AbortSignal,
+        state: WireStream | None = None,
     ) -> AsyncGenerator[SSEEvent, None]:
         """POST ``body`` to ``path`` and yield the reply's SSE events.
 
@@ -237,6 +233,10 @@ class HTTPProvider:
         raises :class:`ProviderError` for every failure. The HTTP exchange runs in a
         helper task that is cancelled and awaited when this generator finishes, is
         closed, or is cancelled, so the response is always closed on the way out.
+        Once ``state`` is done (the reply is complete), closing reads the rest of the
+        response first, for up to :data:`DRAIN_S` seconds, so that its connection goes
+        back to the pool (a server still sending after that has the connection closed);
+        never after an abort or while the consumer is being cancelled.
         """
         if signal.aborted:
             return
@@ -255,9 +255,14 @@ class HTTPProvider:
                     return
                 if isinstance(item, Exception):
                     raise item
-                if isinstance(item, SSEEvent):
-                    yield item
+                if isinstance(item, list):
+                    for event in item:
+                        yield event
+                        if signal.aborted:
+                            return
         finally:
+            if state is not None and state.done and not signal.aborted and not worker.done():
+                await _drain(queue)
             worker.cancel()
             watcher.cancel()
             await asyncio.wait((worker, watcher))
@@ -310,70 +315,50 @@ class HTTPProvider:
     ) -> None:
         phases = (self.timeout.connect, self.timeout.write, self.timeout.read)
         first_byte = None if self.timeout.read is None else sum(p or 0.0 for p in phases)
-        async with httpx.AsyncClient(transport=self._transport, timeout=self.timeout) as client:
-            async with asyncio.timeout(first_byte) as deadline:
-                async with client.stream("POST", url, headers=headers, json=body) as response:
-                    deadline.reschedule(None)
-                    await self._check(url, response)
-                    parser = SSEParser()
-                    chunks = response.aiter_bytes()
+        client = await self._clients.client()
+        async with asyncio.timeout(first_byte) as deadline:
+            async with client.stream("POST", url, headers=headers, json=body) as response:
+                deadline.reschedule(None)
+                await check_response(self.name, url, response, self.timeout.read, self._secrets())
+                parser = SSEParser()
+                chunks = response.aiter_bytes()
+                read = self.timeout.read
+                watch = None if read is None else ReadWatch(deadline, read)
+                try:
                     while True:
+                        if watch is not None:
+                            watch.waiting()
                         try:
-                            async with asyncio.timeout(self.timeout.read):
-                                chunk = await anext(chunks)
+                            chunk = await anext(chunks)
                         except StopAsyncIteration:
                             break
-                        for event in parser.feed(chunk):
-                            await queue.put(event)
-                    for event in parser.close():
-                        await queue.put(event)
+                        if watch is not None:
+                            watch.arrived()
+                        events = parser.feed(chunk)
+                        if events:
+                            await queue.put(events)
+                finally:
+                    if watch is not None:
+                        watch.cancel()
+                events = parser.close()
+                if events:
+                    await queue.put(events)
 
     def _redacted(self, url: str) -> str:
         return redact(url, self._secrets())
 
-    async def _check(self, url: str, response: httpx.Response) -> None:
-        """Raise unless ``response`` is a successful event stream.
 
-        A failed status maps its body (see :func:`error_from_status`); a successful JSON
-        body carrying an error object maps that error; any other successful content type
-        is a non-retryable error naming it and ``url``, read no further.
-        """
-        content_type = response.headers.get("content-type", "")
-        media_type = content_type.partition(";")[0].strip().lower()
-        if response.is_success:
-            if media_type == "text/event-stream":
-                return
-            if not media_type.endswith("json"):
-                raise self._not_a_stream(url, media_type)
-        body = bytearray()
-        chunks = response.aiter_bytes()
-        while len(body) < MAX_ERROR_BODY_BYTES:
-            # an error body is read under the read timeout too: a server that sends part
-            # of it and then stalls still gets its error reported, with what arrived
-            try:
-                async with asyncio.timeout(self.timeout.read):
-                    body += await anext(chunks)
-            except (StopAsyncIteration, TimeoutError):
-                break
-        text = body[:MAX_ERROR_BODY_BYTES].decode("utf-8", errors="replace")
-        if not response.is_success:
-            raise error_from_status(
-                self.name, response.status_code, response.headers, text, self._secrets()
-            )
-        try:
-            payload = json.loads(text)
-        except ValueError:
-            payload = None
-        if isinstance(payload, Mapping) and "error" in payload:
-            raise error_from_payload(self.name, payload, secrets=self._secrets())
-        raise self._not_a_stream(url, media_type)
-
-    def _not_a_stream(self, url: str, media_type: str) -> ProviderError:
-        return ProviderError(
-            f"{self.name}: expected an event stream (text/event-stream) from "
-            f"{self._redacted(url)}, got {media_type or 'no content type'}; "
-            "is the base URL right?"
-        )
+async def _drain(queue: asyncio.Queue[_Item]) -> None:
+    """Discard what the helper task still sends until it ends, for up to :data:`DRAIN_S`."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        return
+    try:
+        async with asyncio.timeout(DRAIN_S):
+            while isinstance(await queue.get(), list):
+                pass
+    except TimeoutError:
+        pass
 
 
 async def _wake_on_abort(signal: AbortSignal, queue: asyncio.Queue[_Item]) -> None:

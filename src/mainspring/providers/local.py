@@ -668,6 +668,7 @@ class LocalProvider:
         self.timeout = timeout
         self.request_timeout_s = request_timeout_s
         self.verbosity = verbosity
+        self._delegates: dict[tuple[str, str, tuple[tuple[str, Any], ...]], OpenAIProvider] = {}
         self.models: dict[str, Model] = {
             LOCAL_MODEL_ID: Model(
                 provider=name,
@@ -676,6 +677,12 @@ class LocalProvider:
                 max_output_tokens=max_output_tokens,
             )
         }
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients of the running loop (see ``HTTPProvider.aclose``);
+        the shared server is left running for other agents."""
+        for delegate in self._delegates.values():
+            await delegate.aclose()
 
     @property
     def default_model(self) -> Model:
@@ -704,15 +711,18 @@ class LocalProvider:
         server = self.server()
         base_url = await server.astart()
         prepared, options = prepare_request(request, self.tool_mode)
-        delegate = OpenAIProvider(
-            f"{base_url}/v1",
-            server.api_key,
-            name=self.name,
-            options=options,
-            timeout=self.timeout,
-            request_timeout_s=self.request_timeout_s,
-            models=self.models,
-        )
+        key = (base_url, server.api_key, tuple(sorted(options.items())))
+        delegate = self._delegates.get(key)
+        if delegate is None:  # one per server and set of options: they keep connections
+            delegate = self._delegates[key] = OpenAIProvider(
+                f"{base_url}/v1",
+                server.api_key,
+                name=self.name,
+                options=options,
+                timeout=self.timeout,
+                request_timeout_s=self.request_timeout_s,
+                models=self.models,
+            )
         stream: AsyncIterator[StreamEvent] = delegate.stream(prepared, signal)
         events = _dedupe_tool_calls(stream) if self.dedupe_tool_calls else stream
         try:

@@ -59,6 +59,11 @@ class SSEParser:
     stream ends: it returns the final, unterminated event if there is one. Comment lines
     (starting with ``:``) and unknown fields are ignored; an event with no ``data:`` line
     is not dispatched, as the spec says.
+
+    Memory is bounded by ``max_size``: the unterminated rest of a line is kept as a list
+    of pieces (so a long line costs linear time, not quadratic) and raises
+    :class:`SSEError` as soon as it exceeds ``max_size``, as does an event whose data
+    lines add up to more.
     """
 
     __slots__ = (
@@ -66,10 +71,10 @@ class SSEParser:
         "_data_size",
         "_decoder",
         "_event",
-        "_has_data",
         "_last_id",
         "_max_size",
         "_partial",
+        "_partial_size",
         "_retry",
         "_skip_lf",
         "_started",
@@ -78,12 +83,12 @@ class SSEParser:
     def __init__(self, *, max_size: int = DEFAULT_MAX_SIZE) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._max_size = max_size
-        self._partial = ""
+        self._partial: list[str] = []
+        self._partial_size = 0
         self._skip_lf = False
         self._started = False
         self._data: list[str] = []
         self._data_size = 0
-        self._has_data = False
         self._event = ""
         self._retry: int | None = None
         self._last_id: str | None = None
@@ -91,82 +96,100 @@ class SSEParser:
     def feed(self, chunk: bytes | str) -> list[SSEEvent]:
         """Parse ``chunk`` and return the events it completed."""
         text = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
-        return self._feed_text(text)
+        return self._feed_text(text) if text else []
 
     def close(self) -> list[SSEEvent]:
         """End the stream: return the pending event (``complete=False``), if any."""
         events = self._feed_text(self._decoder.decode(b"", final=True))
         if self._partial:
-            line, self._partial = self._partial, ""
-            self._process_line(line, events)
-        if self._has_data:
+            line = "".join(self._partial)
+            self._partial = []
+            self._partial_size = 0
+            self._process([line], events)
+        if self._data:
             events.append(self._build(complete=False))
         self._reset_event()
         return events
 
     def _feed_text(self, text: str) -> list[SSEEvent]:
+        if not self._started and text:
+            self._started = True
+            if text[0] == "\ufeff":
+                text = text[1:]
+        if self._skip_lf:
+            # A CR that ended the previous chunk may be the first half of a CRLF.
+            self._skip_lf = False
+            if text[:1] == "\n":
+                text = text[1:]
         if not text:
             return []
-        if not self._started:
-            self._started = True
-            if text.startswith("\ufeff"):
-                text = text[1:]
-        if self._skip_lf and text.startswith("\n"):
-            text = text[1:]
-        self._skip_lf = False
+        if "\r" in text:
+            self._skip_lf = text[-1] == "\r"
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        rest = lines.pop()  # what follows the last line end: the start of the next line
+        if self._partial and lines:
+            self._partial.append(lines[0])
+            lines[0] = "".join(self._partial)
+            self._partial = []
+            self._partial_size = 0
+        if rest:
+            self._partial.append(rest)
+            self._partial_size += len(rest)
+            if self._partial_size > self._max_size:
+                raise SSEError(f"event-stream line longer than {self._max_size} characters")
         events: list[SSEEvent] = []
-        buffer = self._partial + text if self._partial else text
-        start = 0
-        for match in _LINE_END.finditer(buffer):
-            self._process_line(buffer[start : match.start()], events)
-            start = match.end()
-        self._partial = buffer[start:]
-        if len(self._partial) > self._max_size:
-            raise SSEError(f"event-stream line longer than {self._max_size} characters")
-        # A CR ending the chunk may be the first half of a CRLF split across chunks.
-        self._skip_lf = buffer.endswith("\r")
+        if lines:
+            self._process(lines, events)
         return events
 
-    def _process_line(self, line: str, events: list[SSEEvent]) -> None:
-        if not line:
-            if self._has_data:
-                events.append(self._build(complete=True))
-            self._reset_event()
-            return
-        if line.startswith(":"):
-            return
-        name, colon, value = line.partition(":")
-        if colon and value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            self._data.append(value)
-            self._data_size += len(value) + 1
-            self._has_data = True
-            if self._data_size > self._max_size:
-                raise SSEError(f"event-stream event larger than {self._max_size} characters")
-        elif name == "event":
-            self._event = value
-        elif name == "id":
-            if "\x00" not in value:
-                self._last_id = value
-        elif name == "retry" and value.isascii() and value.isdigit():
-            self._retry = int(value)
+    def _process(self, lines: list[str], events: list[SSEEvent]) -> None:
+        for line in lines:
+            if not line:
+                if self._data:
+                    events.append(self._build(complete=True))
+                    self._data = []
+                    self._data_size = 0
+                self._event = ""
+                self._retry = None
+                continue
+            if line[0] == ":":
+                continue
+            name, colon, value = line.partition(":")
+            if colon and value[:1] == " ":
+                value = value[1:]
+            if name == "data":
+                self._data.append(value)
+                self._data_size += len(value) + 1
+                if self._data_size > self._max_size:
+                    raise SSEError(f"event-stream event larger than {self._max_size} characters")
+            elif name == "event":
+                self._event = value
+            elif name == "id":
+                if "\x00" not in value:
+                    self._last_id = value
+            elif name == "retry" and value.isascii() and value.isdigit():
+                self._retry = int(value)
 
     def _build(self, *, complete: bool) -> SSEEvent:
-        return SSEEvent(
-            data="\n".join(self._data),
-            event=self._event or "message",
-            id=self._last_id,
-            retry=self._retry,
-            complete=complete,
-        )
+        data = self._data
+        event = _new_event(SSEEvent)  # the frozen dataclass's fields, set without __init__
+        _set(event, "data", data[0] if len(data) == 1 else "\n".join(data))
+        _set(event, "event", self._event or "message")
+        _set(event, "id", self._last_id)
+        _set(event, "retry", self._retry)
+        _set(event, "complete", complete)
+        return event
 
     def _reset_event(self) -> None:
         self._data = []
         self._data_size = 0
-        self._has_data = False
         self._event = ""
         self._retry = None
+
+
+_new_event = object.__new__
+_set = object.__setattr__
 
 
 async def aiter_sse(
