@@ -56,6 +56,12 @@ class Terminal:
         return self.process.wait(timeout=15)
 
 
+@pytest.fixture(autouse=True)
+def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's own data directory: conversations the CLI keeps land there, not in ~."""
+    monkeypatch.setenv("MAINSPRING_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+
+
 @pytest.fixture
 def pty_terminal() -> type[Terminal]:
     """The :class:`Terminal` class: ``pty_terminal(args, env)`` starts a program on a pty."""

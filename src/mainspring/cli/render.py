@@ -1,8 +1,11 @@
 """Renderers for ``mainspring run``: a terminal stream, or JSON lines of events.
 
-The terminal renderer writes reply text to stdout as it arrives and everything else
-(one line per tool call with its outcome and duration, errors, a spinner while waiting
-on the model) to stderr, so ``mainspring run ... > answer.txt`` keeps only the answer.
+The terminal renderer writes reply text to stdout as it arrives and everything else to
+stderr, so ``mainspring run ... > answer.txt`` keeps only the answer: a line when a tool
+call starts (``→ name {arguments}``) and one when it ends (``• name {arguments} ok (0.41s)
+first line of the result``, or ``error``, or ``blocked by PLUGIN: reason``), errors, and a
+spinner while waiting on the model or on running tools (with their names and the seconds
+elapsed).
 The spinner and colours appear only when stderr is a terminal; ``NO_COLOR`` (set and not
 empty, see no-color.org) turns colours off, and ``TERM=dumb`` turns off colours and the
 spinner.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import time
@@ -39,17 +43,84 @@ def _shortened(args: Any) -> str:
 
 
 class JsonRenderer:
-    """Prints every event as one JSON line (``event_to_json``), flushed per event."""
+    """Prints every event as one JSON line, flushed per event (see ``docs/events.md``).
 
-    def __init__(self, out: TextIO) -> None:
+    Every event but ``message_update`` is ``event_to_json(event)``. A ``message_update``
+    carries ``seq``, ``run_id``, ``turn``, ``delta`` (the provider's stream event) and
+    ``index``, the position in the message's ``content`` of the block the delta extends
+    (absent for a delta that changes no block, such as a usage report), instead of the
+    whole partial message, which would repeat the reply so far at every delta. With
+    ``full=True`` it is ``event_to_json(event)`` too, ``message`` included.
+    """
+
+    def __init__(self, out: TextIO, full: bool = False) -> None:
         self.out = out
+        self.full = full
         self.reason: str | None = None
+        self._blocks: list[str] = []  # the kind of each block of the streaming message
+        self._calls: dict[str, int] = {}  # a tool call's wire id -> its block
+
+    def _index(self, delta: Any) -> int | None:
+        """The block ``delta`` extends, as the kernel's stream assembler folds it."""
+        kind = getattr(delta, "type", None)
+        blocks = self._blocks
+        if kind in ("text_delta", "thinking_delta"):
+            block = "text" if kind == "text_delta" else "thinking"
+            if not blocks or blocks[-1] != block:
+                blocks.append(block)
+            return len(blocks) - 1
+        if kind in ("tool_call_start", "tool_call_delta", "tool_call_end"):
+            index = self._calls.get(delta.id)
+            if index is None and kind != "tool_call_end":
+                blocks.append("call")
+                index = self._calls[delta.id] = len(blocks) - 1
+            return index
+        return None
+
+    def _update(self, event: Any) -> str:
+        data: dict[str, Any] = {
+            "type": event.type,
+            "seq": event.seq,
+            "run_id": event.run_id,
+            "turn": event.turn,
+        }
+        index = self._index(event.delta)
+        if index is not None:
+            data["index"] = index
+        data["delta"] = _delta(event.delta)
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     def __call__(self, event: Any, signal: AbortSignal) -> None:
-        if event.type == "agent_end":
+        kind = event.type
+        if kind == "agent_end":
             self.reason = event.reason
-        self.out.write(event_to_json(event) + "\n")
+        elif kind == "message_start":
+            self._blocks, self._calls = [], {}
+        if kind == "message_update" and not self.full:
+            line = self._update(event)
+        else:
+            if kind == "message_update":
+                self._index(event.delta)
+            line = event_to_json(event)
+        self.out.write(line + "\n")
         self.out.flush()
+
+
+def _delta(delta: Any) -> Any:
+    """A stream event as JSON-ready data (a dataclass's fields, ``type`` first)."""
+    if dataclasses.is_dataclass(delta) and not isinstance(delta, type):
+        data: dict[str, Any] = {"type": getattr(delta, "type", type(delta).__name__)}
+        for item in dataclasses.fields(delta):
+            data[item.name] = _delta(getattr(delta, item.name))
+        return data
+    if isinstance(delta, str | int | float | bool) or delta is None:
+        return delta
+    if isinstance(delta, list | tuple):
+        return [_delta(item) for item in delta]
+    if isinstance(delta, dict):
+        return {str(key): _delta(value) for key, value in delta.items()}
+    dump = getattr(delta, "model_dump", None)
+    return dump(mode="json") if callable(dump) else repr(delta)
 
 
 class TerminalRenderer:
@@ -69,6 +140,9 @@ class TerminalRenderer:
         self.reason: str | None = None
         self._started: dict[str, tuple[float, str]] = {}
         self._blocked: set[str] = set()
+        self._running: dict[str, str] = {}  # tool call id -> tool name, while it runs
+        self._waiting_since = time.perf_counter()
+        self._shown = 0  # characters the spinner's line holds
         self._spinner: asyncio.Task[None] | None = None
         self._line_open = False
 
@@ -78,10 +152,27 @@ class TerminalRenderer:
     def _red(self, text: str) -> str:
         return f"\x1b[31m{text}\x1b[0m" if self.color else text
 
+    def _status(self) -> str:
+        """The spinner's text: the running tools and the seconds since the oldest started,
+        or the seconds spent waiting on the model (after the first one)."""
+        now = time.perf_counter()
+        if self._running:
+            names = ", ".join(dict.fromkeys(self._running.values()))
+            oldest = min(
+                (self._started[key][0] for key in self._running if key in self._started),
+                default=now,
+            )
+            return f"{names} · {now - oldest:.1f}s"
+        waited = now - self._waiting_since
+        return f"{waited:.0f}s" if waited >= 1 else ""
+
     async def _spin(self) -> None:
         index = 0
         while True:
-            self.err.write(f"\r{_FRAMES[index % len(_FRAMES)]} ")
+            text = f"{_FRAMES[index % len(_FRAMES)]} {self._status()}"
+            # spaces, not an erase sequence: blank what the previous frame left over
+            self.err.write(f"\r{self._dim(text)}{' ' * max(0, self._shown - len(text))}")
+            self._shown = len(text)
             self.err.flush()
             index += 1
             await asyncio.sleep(0.08)
@@ -92,11 +183,13 @@ class TerminalRenderer:
         if self._spinner is not None:
             self._spinner.cancel()
             self._spinner = None
-            self.err.write("\r  \r")
+            self.err.write(f"\r{' ' * max(2, self._shown)}\r")
+            self._shown = 0
             self.err.flush()
 
     def _start_spinner(self) -> None:
         if self.interactive and self._spinner is None:
+            self._waiting_since = time.perf_counter()
             with contextlib.suppress(RuntimeError):
                 self._spinner = asyncio.get_running_loop().create_task(self._spin())
 
@@ -126,6 +219,12 @@ class TerminalRenderer:
                 self.err.write(self._red(f"{label}: {message.error_message}") + "\n")
         elif kind == "tool_execution_start":
             self._started[event.tool_call_id] = (time.perf_counter(), _shortened(event.args))
+        elif kind == "tool_decision" and event.decision == "allow":
+            self._stop_spinner()
+            args = self._started.get(event.tool_call_id, (0.0, ""))[1]
+            self.err.write(self._dim(f"→ {event.tool_name} {args}") + "\n")
+            self._running[event.tool_call_id] = event.tool_name
+            self._start_spinner()
         elif kind == "tool_decision" and event.decision == "block":
             self._stop_spinner()
             self._blocked.add(event.tool_call_id)
@@ -135,6 +234,7 @@ class TerminalRenderer:
             self.err.write(self._red(line) + "\n")
         elif kind == "tool_execution_end":
             self._stop_spinner()
+            self._running.pop(event.tool_call_id, None)
             started, args = self._started.pop(event.tool_call_id, (time.perf_counter(), ""))
             if event.tool_call_id not in self._blocked:
                 took = time.perf_counter() - started
