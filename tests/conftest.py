@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import codecs
 import fcntl
 import os
 import pty
 import select
+import struct
 import subprocess
 import termios
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -20,10 +23,18 @@ def _controlling_terminal() -> None:
 
 
 class Terminal:
-    """A child process on a pseudo-terminal, read until expected text appears."""
+    """A child process on a pseudo-terminal, read until expected text appears.
+
+    ``screen`` is everything the program wrote; :meth:`display` is what a terminal of
+    ``ROWS`` x ``COLUMNS`` shows after it (cursor movements and erasing applied).
+    """
+
+    ROWS, COLUMNS = 60, 100
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.master, slave = pty.openpty()
+        size = struct.pack("HHHH", self.ROWS, self.COLUMNS, 0, 0)
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
         self.process = subprocess.Popen(
             args,
             stdin=slave,
@@ -35,6 +46,7 @@ class Terminal:
         )
         os.close(slave)
         self.screen = ""
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def expect(self, text: str, timeout: float = 15.0) -> None:
         deadline = time.monotonic() + timeout
@@ -42,12 +54,51 @@ class Terminal:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AssertionError(f"{text!r} not seen; screen so far:\n{self.screen}")
-            ready, _, _ = select.select([self.master], [], [], remaining)
-            if ready:
-                try:
-                    self.screen += os.read(self.master, 4096).decode(errors="replace")
-                except OSError:
-                    break
+            if not self._read(remaining):
+                break
+
+    def _read(self, timeout: float) -> bool:
+        """Add what the program writes within ``timeout`` to ``screen``; ``False`` once
+        the terminal is closed."""
+        ready, _, _ = select.select([self.master], [], [], timeout)
+        if ready:
+            try:
+                self.screen += self._decoder.decode(os.read(self.master, 4096))
+            except OSError:
+                return False
+        return True
+
+    def display(self) -> list[str]:
+        """The lines the terminal shows now, without trailing blanks."""
+        import pyte
+
+        screen = pyte.Screen(self.COLUMNS, self.ROWS)
+        pyte.Stream(screen).feed(self.screen)
+        return [line.rstrip() for line in screen.display]
+
+    def expect_shown(self, text: str, timeout: float = 15.0) -> None:
+        """Read until ``text`` is on the displayed screen (not only in the bytes)."""
+        self.until(lambda: text in "\n".join(self.display()), repr(text), timeout)
+
+    def until(self, condition: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+        """Read until ``condition()`` holds; fail naming ``what`` after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                shown = "\n".join(self.display()).rstrip()
+                raise AssertionError(f"{what} not shown; the terminal shows:\n{shown}")
+            if not self._read(remaining):
+                break
+
+    def at_prompt(self, prompt: str = ">", timeout: float = 15.0) -> None:
+        """Read until the last line shown is ``prompt`` and nothing after it."""
+
+        def ready() -> bool:
+            lines = [line for line in self.display() if line]
+            return bool(lines) and lines[-1] == prompt
+
+        self.until(ready, f"the prompt {prompt!r}", timeout)
 
     def type(self, text: str) -> None:
         os.write(self.master, text.encode())

@@ -89,6 +89,7 @@ def terminal(tmp_path: Path, pty_terminal: type[Terminal]) -> Iterator[Terminal]
     env["MAINSPRING_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env["CHAT_GATE"] = str(tmp_path / "gate")
     env["CHAT_STARTED"] = str(tmp_path / "started")
+    env["PROMPT_TOOLKIT_NO_CPR"] = "1"  # the test terminal answers no cursor-position query
     args = [sys.executable, "-m", "mainspring", "chat", "--plugin", "chat_plugin"]
     session = pty_terminal([*args, "--model", "slow:x"], env)
     yield session
@@ -99,29 +100,30 @@ def terminal(tmp_path: Path, pty_terminal: type[Terminal]) -> Iterator[Terminal]
 
 
 def test_typing_during_a_run_steers_it(terminal: Terminal, tmp_path: Path) -> None:
-    terminal.expect("> ")
-    terminal.type("use the tool\n")
+    terminal.at_prompt()
+    terminal.type("use the tool\r")
     deadline = time.monotonic() + 15
     while not (tmp_path / "started").exists():
         assert time.monotonic() < deadline, terminal.screen
         terminal.expect("", timeout=0.05)
-    terminal.type("and also this\n")
+    terminal.type("and also this\r")
     terminal.expect("(steering")
     (tmp_path / "gate").touch()
     terminal.expect("seen: use the tool | and also this")
-    terminal.expect("> ")
-    terminal.type("/exit\n")
+    terminal.at_prompt()
+    terminal.type("/exit\r")
     assert terminal.close() == 0
 
 
 def test_ctrl_c_aborts_the_run_not_the_program(terminal: Terminal) -> None:
-    terminal.expect("> ")
-    terminal.type("hold on\n")
+    terminal.at_prompt()
+    terminal.type("hold on\r")
     terminal.expect("holding")
     terminal.type("\x03")
     terminal.expect("aborted")
-    terminal.expect("> ")
-    terminal.type("hello again\n")
+    terminal.at_prompt()
+    terminal.type("hello again\r")
     terminal.expect("seen: hold on | hello again")
-    terminal.type("/exit\n")
+    terminal.at_prompt()
+    terminal.type("/exit\r")
     assert terminal.close() == 0

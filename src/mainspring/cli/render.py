@@ -143,6 +143,8 @@ class TerminalRenderer:
         self._running: dict[str, str] = {}  # tool call id -> tool name, while it runs
         self._waiting_since = time.perf_counter()
         self._shown = 0  # characters the spinner's line holds
+        self.typed = ""
+        """Text to show after the spinner (``chat``: what is being typed to steer)."""
         self._spinner: asyncio.Task[None] | None = None
         self._line_open = False
 
@@ -154,7 +156,12 @@ class TerminalRenderer:
 
     def _status(self) -> str:
         """The spinner's text: the running tools and the seconds since the oldest started,
-        or the seconds spent waiting on the model (after the first one)."""
+        or the seconds spent waiting on the model (after the first one); then
+        :attr:`typed`."""
+        typed = f"  » {self.typed}" if self.typed else ""
+        return self._activity() + typed
+
+    def _activity(self) -> str:
         now = time.perf_counter()
         if self._running:
             names = ", ".join(dict.fromkeys(self._running.values()))
@@ -192,6 +199,17 @@ class TerminalRenderer:
             self._waiting_since = time.perf_counter()
             with contextlib.suppress(RuntimeError):
                 self._spinner = asyncio.get_running_loop().create_task(self._spin())
+
+    def note(self, text: str) -> None:
+        """Write ``text`` on stderr as a line of its own, apart from the streamed reply (a
+        reply in mid-line goes on on the next line)."""
+        spinning = self._spinner is not None
+        self._stop_spinner()
+        self._end_line()
+        self.err.write(self._dim(text) + "\n")
+        self.err.flush()
+        if spinning:
+            self._start_spinner()
 
     def _end_line(self) -> None:
         if self._line_open:
