@@ -52,7 +52,7 @@ def test_no_config_file_gives_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "words"),
     [
-        ("max_turns = [", "cannot read"),
+        ("max_turns = [", "is not valid TOML"),
         ("max_turns = 0", "invalid settings"),
         ("bogus = 1", "bogus"),
     ],
@@ -62,6 +62,15 @@ def test_bad_config_files_are_clear_errors(tmp_path: Path, content: str, words: 
     config.write_text(content)
     with pytest.raises(ValueError, match=words):
         load_settings(config, environ={})
+
+
+def test_a_missing_config_file_named_by_the_variable_says_so(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.toml"
+    with pytest.raises(ValueError) as raised:
+        load_settings(environ={"MAINSPRING_CONFIG": str(missing)})
+    assert str(raised.value) == (
+        f"cannot read the config file {missing} ($MAINSPRING_CONFIG): it does not exist"
+    )
 
 
 def test_provider_settings_reach_the_bundled_providers() -> None:

@@ -299,11 +299,19 @@ def load_settings(
         candidate = default if exists else None
     data: dict[str, Any] = {}
     if candidate is not None:
+        named = "" if path or not env.get("MAINSPRING_CONFIG") else " ($MAINSPRING_CONFIG)"
         try:
             with open(candidate, "rb") as handle:
                 data = tomllib.load(handle)
-        except (OSError, tomllib.TOMLDecodeError) as error:
-            raise ValueError(f"cannot read the config file {candidate}: {error}") from error
+        except OSError as error:
+            why = "it does not exist" if isinstance(error, FileNotFoundError) else error.strerror
+            raise ValueError(
+                f"cannot read the config file {candidate}{named}: {(why or str(error)).lower()}"
+            ) from error
+        except tomllib.TOMLDecodeError as error:
+            raise ValueError(
+                f"the config file {candidate}{named} is not valid TOML: {error}"
+            ) from error
     if env.get("MAINSPRING_MODEL"):
         data["default_model"] = env["MAINSPRING_MODEL"]
     try:

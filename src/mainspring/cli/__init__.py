@@ -22,6 +22,13 @@ from ..plugins.otel import configure_command
 from ..sessions import SessionFormatError
 from ..settings import load_settings
 from .approve import TerminalApprover, approval_mode
+from .checks import (
+    check_model,
+    model_source,
+    plugin_names,
+    unknown_plugin_names,
+    usable_default,
+)
 from .commands import (
     add_commands,
     config_command,
@@ -163,6 +170,10 @@ def _build_agent(args: argparse.Namespace) -> Agent:
         mode = approval_mode(args.yes, args.no, sys.stdin.isatty())
         plugins.append(TerminalApprover(mode))
     settings = apply_mcp_option(getattr(args, "mcp", []), load_settings())
+    running = args.command in ("run", "chat")
+    settings, warning = usable_default(settings, listing=not running)
+    if warning:
+        print(f"mainspring: warning: {warning}", file=sys.stderr, flush=True)
     if args.command in ("run", "chat"):
         settings, args.finish_trace = configure_command(settings, getattr(args, "trace", False))
     options: dict[str, Any] = {
@@ -177,12 +188,38 @@ def _build_agent(args: argparse.Namespace) -> Agent:
         options["model"] = model
     if getattr(args, "system", None) is not None:
         options["system_prompt"] = args.system
-    session = session_for(args, sys.stderr) if args.command in ("run", "chat") else None
-    if session and os.path.exists(session) and os.path.getsize(session) > 0:
-        return Agent.from_session(session, **options)
-    if session:
-        options["settings"] = settings.model_copy(update={"session_path": session})
-    return Agent(**options)
+    session = session_for(args, sys.stderr) if running else None
+    try:
+        if session and os.path.exists(session) and os.path.getsize(session) > 0:
+            agent = Agent.from_session(session, **options)
+        else:
+            if session:
+                options["settings"] = settings.model_copy(update={"session_path": session})
+            agent = Agent(**options)
+    except ValueError as error:
+        wanted = model if model is not None else settings.default_model
+        if wanted and repr(wanted) in str(error):  # name where the model came from
+            raise ValueError(f"{model_source(model)}: {error}") from error
+        raise
+    _check(agent, args, running)
+    return agent
+
+
+def _check(agent: Agent, args: argparse.Namespace, running: bool) -> None:
+    """What the command line named must exist: for ``run`` and ``chat`` a ``ValueError``
+    (a usage error), for the listing commands a warning."""
+    problems: list[str] = []
+    warning = check_model(agent, model_source(getattr(args, "model", None))) if running else None
+    unknown = unknown_plugin_names(agent, args.no_plugin)
+    if unknown:
+        problems.append(
+            f"--no-plugin {', '.join(unknown)}: no plugin of that name "
+            f"(the plugins: {plugin_names(agent)})"
+        )
+    if running and problems:
+        raise ValueError("; ".join(problems))
+    for text in [*([warning] if warning else []), *problems]:
+        print(f"mainspring: warning: {text}", file=sys.stderr, flush=True)
 
 
 def _report_disabled(agent: Agent) -> None:

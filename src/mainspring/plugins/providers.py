@@ -151,6 +151,11 @@ _LOCAL_OPTIONS = frozenset(
 )
 
 
+_TOOL_MODES = ("off", "force_first", "auto")
+"""The local provider's ``tool_mode`` values (``ToolMode``, not imported here: the local
+provider's module is imported on first use only)."""
+
+
 def _local_options(settings: Any) -> dict[str, Any]:
     config = settings.providers.get("local")
     if config is None:
@@ -160,5 +165,11 @@ def _local_options(settings: Any) -> dict[str, Any]:
         raise ValueError(
             f"unknown option(s) for the local provider: {', '.join(unknown)}; "
             f"known: {', '.join(sorted(_LOCAL_OPTIONS))}"
+        )
+    mode = config.options.get("tool_mode", "off")
+    if mode not in _TOOL_MODES:
+        raise ValueError(
+            f"providers.local.options.tool_mode = {mode!r} is not allowed; use "
+            + ", ".join(repr(value) for value in _TOOL_MODES)
         )
     return dict(config.options)

@@ -641,7 +641,14 @@ class LocalProvider:
     ``dedupe_tool_calls`` are described in the module docs; ``timeout`` (per phase) and
     ``request_timeout_s`` (the whole request) are passed to the OpenAI-compatible
     client; ``verbosity`` is the server's log level (see :class:`LocalServer`).
+
+    It serves only the models of ``models`` (``closed_catalogue``): a request for another
+    id raises a non-retryable :class:`ProviderError` listing them, and the command line
+    refuses such a ``--model`` before the run.
     """
+
+    closed_catalogue = True
+    """Only the ids in ``models`` are served (checked before a run by the command line)."""
 
     def __init__(
         self,
@@ -708,6 +715,12 @@ class LocalProvider:
         OpenAI-compatible provider's events and errors pass through, minus repeated
         tool calls when ``dedupe_tool_calls`` is set.
         """
+        if request.model.id not in self.models:
+            served = ", ".join(f"{self.name}:{name}" for name in self.models)
+            raise ProviderError(
+                f"the {self.name} provider does not serve {request.model.id!r}; "
+                f"it serves {served}"
+            )
         server = self.server()
         base_url = await server.astart()
         prepared, options = prepare_request(request, self.tool_mode)

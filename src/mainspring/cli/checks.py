@@ -1,0 +1,100 @@
+"""Checks of what the command line was given, each failing with one sentence that names
+the option, variable or config key at fault and what it accepts.
+
+- :func:`model_source` and :func:`usable_default`: the model a command runs comes from
+  ``--model``, ``$MAINSPRING_MODEL`` or ``default_model`` in the config file; a malformed
+  one is named by its source. Commands that only list things do not need a model: for
+  them a malformed default is a warning and is set aside.
+- :func:`check_model`: a provider that serves only the models of its catalogue (the
+  ``closed_catalogue`` attribute, as the embedded ``local`` provider) refuses another id,
+  listing the ones it serves; for a provider with a catalogue that is not closed (an HTTP
+  API may serve models it does not list), an unknown id is a warning naming the known ones.
+- :func:`unknown_plugin_names`: ``--no-plugin NAME`` naming no plugin.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from ..kernel.plugin_controls import normalise
+from ..settings import Settings, config_path
+
+__all__ = [
+    "check_model",
+    "model_source",
+    "plugin_names",
+    "unknown_plugin_names",
+    "usable_default",
+]
+
+_FORM = '"provider:model-id", e.g. local:smollm2-135m (mainspring models lists them)'
+
+
+def model_source(given: str | None) -> str:
+    """Where the model of a command comes from, as a person would name it."""
+    if given is not None:
+        return "--model"
+    if os.environ.get("MAINSPRING_MODEL"):
+        return "$MAINSPRING_MODEL"
+    path, exists = config_path()
+    return f"default_model in {path}" if exists else "the default model"
+
+
+def _malformed(model: str) -> bool:
+    provider, sep, model_id = model.partition(":")
+    return not (sep and provider.strip() and model_id.strip())
+
+
+def usable_default(settings: Settings, listing: bool) -> tuple[Settings, str | None]:
+    """``settings`` with a usable ``default_model``, and a warning to print (or ``None``).
+
+    A malformed default model raises ``ValueError`` naming its source, unless the command
+    is ``listing`` (it needs no model): then it is set aside with a warning.
+    """
+    model = settings.default_model
+    if model is None or not _malformed(model):
+        return settings, None
+    problem = f"{model_source(None)} is {model!r}; give {_FORM}"
+    if not listing:
+        raise ValueError(problem)
+    return settings.model_copy(update={"default_model": None}), f"{problem} (ignored here)"
+
+
+def check_model(agent: Any, source: str) -> str | None:
+    """Check the agent's model against its provider's catalogue: raise ``ValueError`` for
+    an id a closed catalogue lacks; return a warning for one an open catalogue lacks."""
+    model = agent.state.model
+    try:
+        provider = agent.provider_for(model)
+        catalogue = dict(getattr(provider, "models", None) or {})
+        closed = bool(getattr(provider, "closed_catalogue", False))
+    except Exception:  # a provider that cannot be built says so when it is used
+        return None
+    if not catalogue or model.id in catalogue:
+        return None
+    known = ", ".join(f"{model.provider}:{name}" for name in catalogue)
+    if closed:
+        raise ValueError(
+            f"{source}: the {model.provider} provider does not serve {model.id!r}; "
+            f"it serves {known}"
+        )
+    return (
+        f"{model.provider}:{model.id} ({source}) is not among the models the "
+        f"{model.provider} provider knows ({known}); trying it anyway"
+    )
+
+
+def unknown_plugin_names(agent: Any, names: Iterable[str]) -> list[str]:
+    """The names in ``names`` (``--no-plugin``) that name no plugin, loaded or turned off."""
+    known = {normalise(info.name) for info in agent.plugins.infos}
+    known |= {normalise(item.name) for item in agent.plugins.disabled}
+    return [name for name in names if normalise(name) not in known]
+
+
+def plugin_names(agent: Any) -> str:
+    """Every plugin's name, loaded or turned off, for a message."""
+    names = {info.name for info in agent.plugins.infos}
+    names |= {item.name for item in agent.plugins.disabled}
+    return ", ".join(sorted(names))

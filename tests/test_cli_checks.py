@@ -1,0 +1,156 @@
+"""What the command line is given is checked, and a problem is one sentence naming the
+option, variable or key and what it accepts; the listing commands keep working."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mainspring.messages import UserMessage
+from mainspring.providers.base import Model, ModelRequest, ProviderError
+from mainspring.providers.local import LOCAL_MODEL_ID, LocalProvider
+from mainspring.signal import AbortSignal
+
+CATALOGUED = """
+from mainspring import hookimpl
+from mainspring.providers.base import Model
+from mainspring.testing import FauxProvider, faux
+
+name = "catalogued"
+
+@hookimpl
+def register_providers():
+    provider = FauxProvider([faux.text("answered")], name="cat")
+    provider.models = {"known-1": Model(provider="cat", id="known-1")}
+    return [provider]
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "catalogued_plugin.py").write_text(CATALOGUED)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    env["MAINSPRING_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env.pop("MAINSPRING_MODEL", None)
+    env["MAINSPRING_CONFIG"] = str(tmp_path / "config.toml")
+    (tmp_path / "config.toml").write_text("")
+    return env
+
+
+def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mainspring", *args, "--plugin", "catalogued_plugin"],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+
+
+def last_line(done: subprocess.CompletedProcess[str]) -> str:
+    return done.stderr.strip().splitlines()[-1]
+
+
+def test_the_local_provider_refuses_an_id_it_does_not_serve(env: dict[str, str]) -> None:
+    done = cli(env, "run", "hi", "--model", "local:gpt-4")
+
+    assert done.returncode == 2
+    assert last_line(done) == (
+        "mainspring: --model: the local provider does not serve 'gpt-4'; "
+        f"it serves local:{LOCAL_MODEL_ID}"
+    )
+
+
+async def test_the_local_provider_refuses_a_request_for_another_id() -> None:
+    provider = LocalProvider()
+    request = ModelRequest(
+        model=Model(provider="local", id="gpt-4"), messages=(UserMessage(content="hi"),)
+    )
+    with pytest.raises(ProviderError, match=f"serves local:{LOCAL_MODEL_ID}") as raised:
+        async for _ in provider.stream(request, AbortSignal()):
+            pass
+    assert not raised.value.retryable
+
+
+def test_an_id_outside_an_open_catalogue_is_a_warning(env: dict[str, str]) -> None:
+    done = cli(env, "run", "hi", "--model", "cat:unknown-2")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "answered"
+    assert (
+        "mainspring: warning: cat:unknown-2 (--model) is not among the models the cat "
+        "provider knows (cat:known-1); trying it anyway"
+    ) in done.stderr
+
+
+def test_a_known_id_gets_no_warning(env: dict[str, str]) -> None:
+    done = cli(env, "run", "hi", "--model", "cat:known-1")
+
+    assert done.returncode == 0, done.stderr
+    assert "warning: cat:" not in done.stderr
+
+
+def test_a_malformed_model_variable_is_named_and_listing_still_works(
+    env: dict[str, str],
+) -> None:
+    env["MAINSPRING_MODEL"] = "bogus"
+
+    listed = cli(env, "plugins")
+    tools = cli(env, "tools")
+    ran = cli(env, "run", "hi")
+
+    assert listed.returncode == 0 and "catalogued" in listed.stdout, listed.stderr
+    assert tools.returncode == 0, tools.stderr
+    assert "warning: $MAINSPRING_MODEL is 'bogus'" in listed.stderr
+    assert ran.returncode == 2
+    assert last_line(ran).startswith("mainspring: $MAINSPRING_MODEL is 'bogus'; give ")
+
+
+def test_an_unknown_provider_in_the_config_file_names_the_file(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "config.toml").write_text('default_model = "nowhere:x"\n')
+
+    done = cli(env, "run", "hi")
+
+    assert done.returncode == 2
+    assert last_line(done).startswith(
+        f'mainspring: default_model in {tmp_path / "config.toml"}: unknown provider "nowhere"'
+    )
+
+
+def test_no_plugin_naming_no_plugin_is_an_error_for_run_and_a_warning_for_lists(
+    env: dict[str, str],
+) -> None:
+    ran = cli(env, "run", "hi", "--model", "cat:known-1", "--no-plugin", "nosuch")
+    listed = cli(env, "tools", "--no-plugin", "nosuch")
+
+    assert ran.returncode == 2
+    assert last_line(ran).startswith("mainspring: --no-plugin nosuch: no plugin of that name")
+    assert "catalogued" in last_line(ran)  # the names there are
+    assert listed.returncode == 0
+    assert "warning: --no-plugin nosuch: no plugin of that name" in listed.stderr
+
+
+def test_a_known_plugin_name_is_accepted(env: dict[str, str]) -> None:
+    done = cli(env, "run", "hi", "--model", "cat:known-1", "--no-plugin", "max-turns")
+
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_unknown_tool_mode_names_the_key_and_the_allowed_values(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "config.toml").write_text('[providers.local]\noptions = {tool_mode = "x"}\n')
+
+    done = cli(env, "run", "hi")
+
+    assert done.returncode == 2
+    assert "providers.local.options.tool_mode = 'x' is not allowed; use 'off', " in done.stderr
