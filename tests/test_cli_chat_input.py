@@ -6,6 +6,7 @@ answers, and the exit code of the last run."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -76,7 +77,7 @@ def before_tool_call(call):
 
 
 @pytest.fixture
-def start(tmp_path: Path, pty_terminal: type[Terminal]) -> Iterator[Callable[[], Terminal]]:
+def start(tmp_path: Path, pty_terminal: type[Terminal]) -> Iterator[Callable[..., Terminal]]:
     (tmp_path / "echoing_plugin.py").write_text(ECHO_PLUGIN)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
@@ -85,8 +86,8 @@ def start(tmp_path: Path, pty_terminal: type[Terminal]) -> Iterator[Callable[[],
     args = [sys.executable, "-m", "mainspring", "chat", "--plugin", "echoing_plugin"]
     started: list[Terminal] = []
 
-    def start() -> Terminal:
-        terminal = pty_terminal([*args, "--model", "echo:x"], env)
+    def start(*extra: str) -> Terminal:
+        terminal = pty_terminal([*args, "--model", "echo:x", *extra], env)
         started.append(terminal)
         terminal.at_prompt()
         return terminal
@@ -103,7 +104,7 @@ def shown(terminal: Terminal) -> str:
     return "\n".join(terminal.display())
 
 
-def test_the_banner_names_the_model_the_counts_and_help(start: Callable[[], Terminal]) -> None:
+def test_the_banner_names_the_model_the_counts_and_help(start: Callable[..., Terminal]) -> None:
     terminal = start()
     banner = shown(terminal)
     assert "echo:x" in banner
@@ -111,14 +112,14 @@ def test_the_banner_names_the_model_the_counts_and_help(start: Callable[[], Term
     assert "/help" in banner
 
 
-def test_arrow_keys_edit_the_line_instead_of_printing(start: Callable[[], Terminal]) -> None:
+def test_arrow_keys_edit_the_line_instead_of_printing(start: Callable[..., Terminal]) -> None:
     terminal = start()
     terminal.type("wrld" + "\x1b[D" * 3 + "o\r")  # Left three times, then insert "o"
     terminal.expect_shown("seen: world")
     assert "^[[" not in shown(terminal) and "[D" not in shown(terminal)
 
 
-def test_history_is_kept_across_sessions(start: Callable[[], Terminal]) -> None:
+def test_history_is_kept_across_sessions(start: Callable[..., Terminal]) -> None:
     first = start()
     first.type("remember me\r")
     first.expect_shown("seen: remember me")
@@ -132,7 +133,7 @@ def test_history_is_kept_across_sessions(start: Callable[[], Terminal]) -> None:
 
 
 def test_a_paste_is_one_prompt_and_alt_enter_starts_a_new_line(
-    start: Callable[[], Terminal],
+    start: Callable[..., Terminal],
 ) -> None:
     terminal = start()
     terminal.type("\x1b[200~line one\rline two\rline three\x1b[201~\r")
@@ -149,7 +150,7 @@ def test_a_paste_is_one_prompt_and_alt_enter_starts_a_new_line(
     assert terminal.screen.count("seen:") == 2
 
 
-def test_tab_completes_a_slash_command(start: Callable[[], Terminal]) -> None:
+def test_tab_completes_a_slash_command(start: Callable[..., Terminal]) -> None:
     terminal = start()
     terminal.type("/he\t")
     terminal.at_prompt("> /help")
@@ -158,7 +159,7 @@ def test_tab_completes_a_slash_command(start: Callable[[], Terminal]) -> None:
 
 
 def test_ctrl_c_clears_the_line_and_twice_on_an_empty_line_quits(
-    start: Callable[[], Terminal],
+    start: Callable[..., Terminal],
 ) -> None:
     terminal = start()
     terminal.type("typed by mistake")
@@ -175,7 +176,7 @@ def test_ctrl_c_clears_the_line_and_twice_on_an_empty_line_quits(
     assert terminal.close() == 0
 
 
-def test_keys_typed_while_a_reply_streams_stay_out_of_it(start: Callable[[], Terminal]) -> None:
+def test_keys_typed_while_a_reply_streams_stay_out_of_it(start: Callable[..., Terminal]) -> None:
     terminal = start()
     terminal.type("hold on\r")
     terminal.expect_shown("holding")
@@ -193,7 +194,7 @@ def test_keys_typed_while_a_reply_streams_stay_out_of_it(start: Callable[[], Ter
 
 
 def test_typed_but_unsent_keys_come_back_in_the_next_prompt(
-    start: Callable[[], Terminal],
+    start: Callable[..., Terminal],
 ) -> None:
     terminal = start()
     terminal.type("hold on\r")
@@ -204,7 +205,7 @@ def test_typed_but_unsent_keys_come_back_in_the_next_prompt(
     terminal.expect_shown("hold on | half typed")
 
 
-def test_an_approval_question_takes_the_next_line(start: Callable[[], Terminal]) -> None:
+def test_an_approval_question_takes_the_next_line(start: Callable[..., Terminal]) -> None:
     terminal = start()
     terminal.type("push it\r")
     terminal.expect_shown('approve push {"branch": "main"}?')
@@ -214,7 +215,7 @@ def test_an_approval_question_takes_the_next_line(start: Callable[[], Terminal])
     assert "pushed main" in shown(terminal)
 
 
-def test_chat_exits_1_when_its_last_run_failed(start: Callable[[], Terminal]) -> None:
+def test_chat_exits_1_when_its_last_run_failed(start: Callable[..., Terminal]) -> None:
     terminal = start()
     terminal.type("please fail\r")
     terminal.expect_shown("the model fell over")
@@ -223,7 +224,7 @@ def test_chat_exits_1_when_its_last_run_failed(start: Callable[[], Terminal]) ->
     assert terminal.close() == 1
 
 
-def test_chat_exits_0_when_its_last_run_succeeded(start: Callable[[], Terminal]) -> None:
+def test_chat_exits_0_when_its_last_run_succeeded(start: Callable[..., Terminal]) -> None:
     terminal = start()
     terminal.type("please fail\r")
     terminal.expect_shown("the model fell over")
@@ -233,3 +234,35 @@ def test_chat_exits_0_when_its_last_run_succeeded(start: Callable[[], Terminal])
     terminal.at_prompt()
     terminal.type("\x04")
     assert terminal.close() == 0
+
+
+def test_piped_input_is_one_prompt_a_line_each_answered_before_the_end(tmp_path: Path) -> None:
+    (tmp_path / "echoing_plugin.py").write_text(ECHO_PLUGIN)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), MAINSPRING_DISABLE_PLUGIN_AUTOLOAD="1")
+    args = ["-m", "mainspring", "chat", "--plugin", "echoing_plugin", "--model", "echo:x"]
+    done = subprocess.run(
+        [sys.executable, *args],
+        input="first\nsecond\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "seen: first" in done.stdout
+    assert done.stdout.strip().endswith("second")  # the last prompt is answered, not aborted
+
+
+def test_continuing_a_chat_says_so_in_the_banner(start: Callable[..., Terminal]) -> None:
+    first = start()
+    first.type("one\r")
+    first.expect_shown("seen: one")
+    first.at_prompt()
+    first.type("/quit\r")
+    assert first.close() == 0
+
+    second = start("-c")
+    second.expect_shown("(continued: 2 messages so far)")
+    second.type("two\r")
+    second.expect_shown("seen: one | two")

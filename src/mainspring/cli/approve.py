@@ -47,7 +47,7 @@ class TerminalApprover:
 
     ``mode`` is ``"ask"`` (read an answer per call), ``"yes"`` or ``"no"`` (answer every
     call without asking). ``read_line`` returns the next line the person typed (``""`` at
-    end of input, which refuses); ``chat`` hands it the lines its own reader collects.
+    end of input, which refuses); ``chat`` reads it with its line editor.
     """
 
     name = "terminal-approver"

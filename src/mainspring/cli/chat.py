@@ -9,7 +9,7 @@ apart (:mod:`.typeahead`, shown beside the spinner) and Enter sends it to steer 
 next prompt. When a tool call waits for approval, the next line typed is the answer
 (``y``/``n``/``a``/``t``). Ctrl-C aborts the active run, not the program.
 
-Without a terminal (piped input) each line is a prompt, or steers the active run.
+Without a terminal (piped input) each line is a prompt, answered before the next is read.
 
 Slash commands: ``/help``, ``/model [provider:id]``, ``/session``, ``/quit`` (``/exit``).
 The exit code is the last run's, as for ``run``: 0 done (or no run), 1 error or aborted,
@@ -24,7 +24,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from .. import __version__
 from ..kernel.agent import Agent
@@ -73,6 +73,9 @@ def banner(agent: Agent) -> str:
     tools = len(agent.state.tools)
     session = agent.settings.session_path
     kept = f"kept in {session}" if session else "not kept (--no-session)"
+    earlier = len(agent.state.messages)
+    if earlier:
+        kept += f" (continued: {_count(earlier, 'message')} so far)"
     return (
         f"mainspring {__version__} · {model.provider}:{model.id} · {plugins}"
         f" · {_count(tools, 'tool')}\nthis conversation is {kept}\n/help for commands and keys; "
@@ -117,7 +120,7 @@ async def chat(agent: Agent, out: TextIO | None = None, err: TextIO | None = Non
     err = err or sys.stderr
     renderer = TerminalRenderer(out, err)
     agent.subscribe(renderer)
-    if sys.stdin.isatty():
+    if sys.stdin.isatty() and sys.platform != "win32":
         return await _Terminal(agent, renderer, out, err).loop()
     return await _piped(agent, renderer, out, err)
 
@@ -219,27 +222,25 @@ class _Terminal:
 
 
 async def _piped(agent: Agent, renderer: TerminalRenderer, out: TextIO, err: TextIO) -> int:
-    """The loop over piped input: each line a prompt, or steering for the active run."""
+    """The loop over piped input: each line a prompt, answered before the next is read."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[str | None] = asyncio.Queue()
     threading.Thread(target=_read_lines, args=(loop, queue), daemon=True).start()
-    running: asyncio.Task[Any] | None = None
     code = 0
-
-    def finished(task: asyncio.Task[Any]) -> None:
-        nonlocal code
-        code = _exit_code(renderer, agent)
+    stop = False
 
     def interrupt() -> None:  # abort the active run, else end the chat
+        nonlocal stop
         if agent.state.is_streaming:
             agent.abort("interrupted")
         else:
+            stop = True
             queue.put_nowait(None)
 
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, interrupt)
     try:
-        while True:
+        while not stop:
             line = await queue.get()
             if line is None:
                 break
@@ -252,15 +253,9 @@ async def _piped(agent: Agent, renderer: TerminalRenderer, out: TextIO, err: Tex
                     break
                 if done is not None:
                     continue
-            if agent.state.is_streaming:
-                agent.steer(text)
-                renderer.note("(steering: delivered at the start of the next turn)")
-                continue
-            running = asyncio.create_task(agent.prompt(text))
-            running.add_done_callback(finished)
+            await agent.prompt(text)
+            code = _exit_code(renderer, agent)
     finally:
-        if running is not None and not running.done():
-            await asyncio.wait([running])  # input ended: the last prompt is answered
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
         out.flush()
