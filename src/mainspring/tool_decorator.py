@@ -73,6 +73,7 @@ def tool(
     sequential: bool = False,
     timeout_s: float | None = None,
     label: str | None = None,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -85,11 +86,12 @@ def tool(
     sequential: bool = False,
     timeout_s: float | None = None,
     label: str | None = None,
+    idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function into a :class:`~mainspring.tools.Tool` (see the module docs).
 
     Use bare (``@tool``) or with options (``@tool(name=..., description=...,
-    sequential=..., timeout_s=..., label=...)``). ``name`` defaults to the function's
+    sequential=..., timeout_s=..., label=..., idempotent=...)``). ``name`` defaults to the function's
     name and ``description`` to its docstring without the argument section; the other
     options are passed to :class:`~mainspring.tools.Tool` unchanged. Raises
     ``TypeError`` when the function cannot become a tool, naming the function and why.
@@ -110,6 +112,7 @@ def tool(
             sequential=sequential,
             timeout_s=timeout_s,
             label=label,
+            idempotent=idempotent,
         )
 
     if fn is None:
@@ -136,6 +139,7 @@ def _build(
     sequential: bool,
     timeout_s: float | None,
     label: str | None,
+    idempotent: bool = False,
 ) -> Tool:
     where = f"@tool {getattr(fn, '__qualname__', None) or repr(fn)}"
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
@@ -256,6 +260,7 @@ def _build(
             sequential=sequential,
             timeout_s=timeout_s,
             label=label,
+            idempotent=idempotent,
         )
     except (PydanticUserError, TypeError) as error:
         raise TypeError(f"{where}: cannot describe its parameters: {error}") from error

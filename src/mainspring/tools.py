@@ -135,7 +135,9 @@ class Tool:
     it, with pydantic's lax coercion) or a JSON-Schema dict (arguments are validated
     against it and passed on as a dict). ``sequential=True`` makes every batch this tool
     appears in run one call at a time. ``timeout_s`` bounds one execution; ``label`` is a
-    human-friendly name for terminals.
+    human-friendly name for terminals. ``idempotent=True`` declares that running a call
+    twice does no harm: a durable run (``mainspring.durable``) runs again a call the
+    process died during; otherwise that call gets an error result and is not run again.
     """
 
     __slots__ = (
@@ -143,6 +145,7 @@ class Tool:
         "_schema",
         "description",
         "execute",
+        "idempotent",
         "label",
         "name",
         "parameters",
@@ -159,6 +162,7 @@ class Tool:
         sequential: bool = False,
         timeout_s: float | None = None,
         label: str | None = None,
+        idempotent: bool = False,
     ) -> None:
         if not name or not isinstance(name, str):
             raise ValueError("a tool needs a non-empty string name")
@@ -188,6 +192,7 @@ class Tool:
         self.sequential = sequential
         self.timeout_s = timeout_s
         self.label = label
+        self.idempotent = idempotent
         self._is_async = inspect.iscoroutinefunction(execute) or inspect.iscoroutinefunction(
             getattr(execute, "__call__", None)  # noqa: B004
         )

@@ -270,12 +270,13 @@ class Agent(Approving, Closing, Editing):
         core.is_streaming = True
         core.error_message = None
         core.turns_completed = 0
+        preset, core.next_run = core.next_run, None  # see mainspring.kernel.replay
         try:
             run = Run(
                 agent=self,
                 core=core,
                 hooks=self._hooks,
-                run_id=uuid.uuid4().hex[:12],
+                run_id=preset[0] if preset else uuid.uuid4().hex[:12],
                 provider=self._provider_for(core.model),
                 model=core.model,
                 settings=self.settings,
@@ -283,6 +284,8 @@ class Agent(Approving, Closing, Editing):
         except BaseException:
             core.is_streaming = False
             raise
+        if preset:
+            run.delivery.quiet_through = preset[1]
         core.run_id = run.run_id
         self._run = run
         task = asyncio.ensure_future(self._drive(run, inputs, first_queue))

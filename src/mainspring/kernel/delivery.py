@@ -72,6 +72,7 @@ class Delivery:
         "agent",
         "failing",
         "guard",
+        "quiet_through",
         "relay",
         "reports",
         "signal",
@@ -95,6 +96,9 @@ class Delivery:
         """Set once the run is failing: failures are logged, never raised."""
         self.reports: list[HookError] = []
         """Steps that timed out or were detached, for ``hook_error`` events."""
+        self.quiet_through = 0
+        """Events with a ``seq`` up to this one are not delivered: a replayed run's
+        listeners already saw them (see :mod:`mainspring.kernel.replay`)."""
         self._listeners: tuple[Any, ...] | None = None
         self._version = -1
         self._plan: tuple[_Step, ...] = ()
@@ -118,6 +122,8 @@ class Delivery:
 
     def deliver(self, event: Any, listeners: tuple[Any, ...]) -> Awaitable[None] | None:
         """Deliver ``event`` to every step; see the module for the failure semantics."""
+        if event.seq <= self.quiet_through:
+            return None
         plan = self.plan(listeners)
         agent, signal = self.agent, self.signal
         skipped = self.guard.stalled

@@ -76,6 +76,9 @@ class Core:
     file_locks: Any = None
     remembered_approvals: list[Any] = field(default_factory=list)
     """``Remembered`` approvals: calls allowed for the rest of the session."""
+    next_run: tuple[str, int] | None = None
+    """Set by :func:`~mainspring.kernel.replay.prepare_replay` for the next run only: its
+    ``run_id`` and the last ``seq`` already delivered (not delivered again)."""
 
     @property
     def streaming_message(self) -> AssistantMessage | None:

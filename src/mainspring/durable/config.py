@@ -1,0 +1,81 @@
+"""Where durable runs are stored and how DBOS is configured for them.
+
+The database is ``MAINSPRING_DATABASE_URL`` when set (``postgresql://...`` for many
+processes and machines, ``sqlite:///path`` for one machine), else an SQLite file in the
+user's data directory (``$MAINSPRING_DATA_DIR``, ``$XDG_DATA_HOME/mainspring``, else
+``~/.local/share/mainspring``): ``durable.sqlite``.
+
+Every process that runs, submits or inspects durable runs uses the same application name
+and version, so a run enqueued by one process is executed, and recovered, by any worker:
+DBOS only hands a workflow to an executor of the version that enqueued it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "APP_NAME",
+    "APP_VERSION",
+    "DEFAULT_QUEUE",
+    "WORKFLOW_NAME",
+    "data_dir",
+    "database_url",
+    "dbos_config",
+    "is_sqlite",
+]
+
+APP_NAME = "mainspring"
+APP_VERSION = "mainspring-durable-1"
+"""The version of the workflow's step sequence. Change it when a release changes which
+steps a run takes, in which order: DBOS then leaves runs of the old version to workers
+of the old version instead of replaying them against different code."""
+DEFAULT_QUEUE = "mainspring"
+WORKFLOW_NAME = "mainspring.run"
+
+
+def data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The user's data directory for mainspring (not created here)."""
+    env = os.environ if environ is None else environ
+    chosen = env.get("MAINSPRING_DATA_DIR")
+    if chosen:
+        return Path(chosen).expanduser()
+    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "mainspring"
+
+
+def database_url(url: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """The database of durable runs: ``url``, else ``MAINSPRING_DATABASE_URL``, else the
+    SQLite file in the data directory (whose directory is created, mode 0700)."""
+    env = os.environ if environ is None else environ
+    chosen = url or env.get("MAINSPRING_DATABASE_URL")
+    if chosen:
+        if chosen.startswith("postgres://"):
+            chosen = "postgresql://" + chosen[len("postgres://") :]
+        return chosen
+    directory = data_dir(env)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return f"sqlite:///{directory / 'durable.sqlite'}"
+
+
+def is_sqlite(url: str) -> bool:
+    """Whether ``url`` names an SQLite database."""
+    return url.startswith("sqlite")
+
+
+def dbos_config(url: str, executor_id: str | None = None) -> dict[str, Any]:
+    """The DBOS configuration of a worker on ``url`` (``executor_id``: its stable name)."""
+    config: dict[str, Any] = {
+        "name": APP_NAME,
+        "system_database_url": url,
+        "application_version": APP_VERSION,
+        "log_level": os.environ.get("MAINSPRING_DBOS_LOG_LEVEL", "WARNING"),
+        # a waiting recv/get_event and a queue notice a change within this interval
+        "notification_listener_polling_interval_sec": 0.05,
+    }
+    if executor_id:
+        config["executor_id"] = executor_id
+    return config

@@ -1,0 +1,96 @@
+"""The event journal: every event of a durable run, by ``seq``, in the run's database.
+
+A durable run writes each event here *before* its listeners and ``on_event`` observers
+see it, so an event anyone saw is journaled. After a crash the new worker replays the run
+from its checkpoints; events up to the last journaled ``seq`` are neither journaled nor
+delivered again (:func:`mainspring.kernel.replay.prepare_replay`), and numbering goes on
+from there. Any process can read a run's events (a UI, ``mainspring runs show --events``)
+with :func:`read_events`; rows are keyed ``(run_id, seq)``, so a reader that remembers the
+last ``seq`` it saw never sees an event twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import sqlalchemy as sa
+
+from ..events import event_to_dict
+from .config import is_sqlite
+
+__all__ = ["Journal"]
+
+_METADATA = sa.MetaData()
+_EVENTS = sa.Table(
+    "mainspring_run_events",
+    _METADATA,
+    sa.Column("run_id", sa.String(200), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("type", sa.String(64), nullable=False),
+    sa.Column("body", sa.Text, nullable=False),
+)
+
+
+class Journal:
+    """The event table of one database (created on first use)."""
+
+    def __init__(self, url: str) -> None:
+        if is_sqlite(url):
+            self.engine = sa.create_engine(url, connect_args={"timeout": 60})
+        else:
+            self.engine = sa.create_engine(
+                url.replace("postgresql://", "postgresql+psycopg://", 1),
+                pool_size=4,
+                pool_pre_ping=True,
+            )
+        self._lock = threading.Lock()
+        with self.engine.begin() as connection:
+            _METADATA.create_all(connection, checkfirst=True)
+
+    def close(self) -> None:
+        """Release the connections."""
+        self.engine.dispose()
+
+    def last_seq(self, run_id: str) -> int:
+        """The ``seq`` of the run's last journaled event (0 when none)."""
+        query = sa.select(sa.func.max(_EVENTS.c.seq)).where(_EVENTS.c.run_id == run_id)
+        with self.engine.connect() as connection:
+            value = connection.execute(query).scalar()
+        return int(value or 0)
+
+    def append(self, event: Any) -> None:
+        """Journal one event (an event already journaled under its ``seq`` is kept)."""
+        data = event_to_dict(event)
+        row = {
+            "run_id": event.run_id,
+            "seq": event.seq,
+            "type": event.type,
+            "body": json.dumps(data, ensure_ascii=False, separators=(",", ":")),
+        }
+        with self._lock, self.engine.begin() as connection:
+            exists = connection.execute(
+                sa.select(_EVENTS.c.seq).where(
+                    _EVENTS.c.run_id == row["run_id"], _EVENTS.c.seq == row["seq"]
+                )
+            ).first()
+            if exists is None:
+                connection.execute(_EVENTS.insert().values(**row))
+
+    async def append_async(self, event: Any) -> None:
+        """:meth:`append` off the event loop."""
+        await asyncio.to_thread(self.append, event)
+
+    def read_events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[Any]:
+        """The run's journaled events with ``seq > after_seq``, in order, as JSON dicts."""
+        query = (
+            sa.select(_EVENTS.c.body)
+            .where(_EVENTS.c.run_id == run_id, _EVENTS.c.seq > after_seq)
+            .order_by(_EVENTS.c.seq)
+        )
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as connection:
+            return [json.loads(body) for (body,) in connection.execute(query)]

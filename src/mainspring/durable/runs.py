@@ -1,0 +1,205 @@
+"""Submitting and inspecting durable runs from any process (no worker needed).
+
+:class:`Runs` talks to the runs' database through a DBOS client: it enqueues runs,
+lists them with their status, reads their transcript and events, and sends approval
+decisions. It never executes a run.
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from dbos import DBOSClient, EnqueueOptions
+from dbos.cli.migration import run_dbos_database_migrations
+
+from ..sessions import decode_message
+from .approvals import APPROVAL_TOPIC, approval_message
+from .config import APP_NAME, APP_VERSION, DEFAULT_QUEUE, WORKFLOW_NAME, database_url
+from .journal import Journal
+
+__all__ = ["RunInfo", "Runs"]
+
+FINISHED = frozenset({"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One durable run as ``mainspring runs`` lists it.
+
+    ``status`` is DBOS's (``ENQUEUED``, ``PENDING`` while a worker runs it, ``SUCCESS``
+    once the run settled, whatever its outcome, ``ERROR`` if the workflow itself failed,
+    ``CANCELLED``); ``reason`` is the run's ``agent_end`` reason once settled; ``turns``
+    the turns ended so far; ``last_error`` the failure text, if any.
+    """
+
+    run_id: str
+    status: str
+    prompt: str
+    model: str | None
+    turns: int
+    reason: str | None
+    last_error: str | None
+    created_at: int | None
+    updated_at: int | None
+    executor_id: str | None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run will not change any more."""
+        return self.status in FINISHED
+
+
+class Runs:
+    """A handle on the durable runs of one database (``url`` as in :func:`database_url`)."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = database_url(url)
+        # a client never creates the schema; the first user of a database does
+        run_dbos_database_migrations(self.url)
+        self.client = DBOSClient(system_database_url=self.url, application_name=APP_NAME)
+        self.journal = Journal(self.url)
+
+    def close(self) -> None:
+        """Release the connections."""
+        self.client.destroy()
+        self.journal.close()
+
+    def __enter__(self) -> Runs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def submit(
+        self,
+        prompt: str,
+        *,
+        model: str | None = None,
+        system_prompt: str | None = None,
+        options: dict[str, Any] | None = None,
+        queue: str = DEFAULT_QUEUE,
+        run_id: str | None = None,
+    ) -> str:
+        """Enqueue a run of ``prompt``; its id. Submitting an id again returns it again."""
+        if not isinstance(prompt, str) or not prompt:
+            raise ValueError("a run needs a non-empty prompt")
+        chosen = run_id or uuid.uuid4().hex[:16]
+        spec = {
+            "prompt": prompt,
+            "model": model,
+            "system_prompt": system_prompt,
+            "options": dict(options or {}),
+        }
+        enqueue: EnqueueOptions = {
+            "workflow_name": WORKFLOW_NAME,
+            "queue_name": queue,
+            "workflow_id": chosen,
+            "app_version": APP_VERSION,
+        }
+        self.client.enqueue(enqueue, spec)
+        return chosen
+
+    def approve(
+        self,
+        run_id: str,
+        tool_call_id: str,
+        allow: bool,
+        *,
+        reason: str | None = None,
+        remember: str | None = None,
+    ) -> None:
+        """Decide a call of ``run_id`` waiting for approval (now or whenever it asks)."""
+        message = approval_message(tool_call_id, allow, reason, remember)
+        self.client.send(run_id, message, APPROVAL_TOPIC)
+
+    def _info(self, status: Any) -> RunInfo:
+        spec = _spec(status.input)
+        output = status.output if isinstance(status.output, dict) else None
+        if output is not None:
+            turns, reason = int(output.get("turns", 0)), output.get("reason")
+            model = (output.get("configuration") or {}).get("model")
+            error = output.get("detail") if reason in ("error", "aborted") else None
+        else:
+            events = self.journal.read_events(status.workflow_id)
+            turns = sum(1 for event in events if event["type"] == "turn_end")
+            reason, model = None, spec.get("model")
+            error = _last_error(events)
+        if status.error is not None:
+            error = f"{type(status.error).__name__}: {status.error}"
+        return RunInfo(
+            run_id=status.workflow_id,
+            status=str(status.status),
+            prompt=str(spec.get("prompt", "")),
+            model=model,
+            turns=turns,
+            reason=reason,
+            last_error=error,
+            created_at=status.created_at,
+            updated_at=status.updated_at,
+            executor_id=status.executor_id,
+        )
+
+    def list(self, limit: int = 50, status: str | None = None) -> list[RunInfo]:
+        """The latest runs, newest first."""
+        found = self.client.list_workflows(
+            name=WORKFLOW_NAME, limit=limit, sort_desc=True, status=status
+        )
+        return [self._info(item) for item in found]
+
+    def get(self, run_id: str) -> RunInfo:
+        """One run; ``KeyError`` if there is none with this id."""
+        found = self.client.list_workflows(workflow_ids=[run_id], name=WORKFLOW_NAME)
+        if not found:
+            raise KeyError(f"no durable run {run_id!r}")
+        return self._info(found[0])
+
+    def transcript(self, run_id: str) -> builtins.list[Any]:
+        """The run's messages: the final transcript once settled, else those so far."""
+        found = self.client.list_workflows(workflow_ids=[run_id], name=WORKFLOW_NAME)
+        if not found:
+            raise KeyError(f"no durable run {run_id!r}")
+        output = found[0].output
+        if isinstance(output, dict) and "messages" in output:
+            return [decode_message(item) for item in output["messages"]]
+        events = self.journal.read_events(run_id)
+        return [decode_message(e["message"]) for e in events if e["type"] == "message_end"]
+
+    def events(self, run_id: str, after_seq: int = 0) -> builtins.list[dict[str, Any]]:
+        """The run's journaled events after ``after_seq``, as JSON dicts, in order."""
+        return self.journal.read_events(run_id, after_seq)
+
+    def result(self, run_id: str, timeout_s: float | None = None) -> dict[str, Any]:
+        """Wait for the run to settle; its outcome (``reason``, ``detail``, ``turns``...).
+
+        ``TimeoutError`` after ``timeout_s``; the workflow's own exception if it failed.
+        """
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while not self.get(run_id).finished:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"run {run_id} has not settled after {timeout_s} s")
+            time.sleep(0.05)
+        output: dict[str, Any] = self.client.retrieve_workflow(run_id).get_result()
+        return output
+
+
+def _spec(inputs: Any) -> dict[str, Any]:
+    """The spec a run was submitted with (its workflow's first argument)."""
+    args = getattr(inputs, "args", None)
+    if args is None and isinstance(inputs, dict):
+        args = inputs.get("args")
+    if args:
+        first = args[0]
+        if isinstance(first, dict):
+            return first
+    return {}
+
+
+def _last_error(events: list[dict[str, Any]]) -> str | None:
+    for event in reversed(events):
+        if event["type"] in ("hook_error", "retry"):
+            return str(event.get("error"))
+    return None

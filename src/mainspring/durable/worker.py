@@ -1,0 +1,94 @@
+"""A worker: a process that runs durable runs from a DBOS queue.
+
+Each worker launches DBOS on the runs' database, listens on one queue and runs at most
+``concurrency`` runs at once (``global_concurrency`` bounds the queue across every
+worker). At launch, DBOS recovers the runs that were in progress under the worker's
+``executor_id``: restart a dead worker with the same id (as a service manager does) and
+its runs continue where their checkpoints left them. On SQLite every worker of a machine
+shares the id ``local`` unless given one; on PostgreSQL give each worker its own stable
+id (the host name and an index, say), so that one worker's restart never takes over runs
+another worker is executing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal as signals
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from dbos import DBOS
+
+from ..kernel.agent import Agent
+from .config import DEFAULT_QUEUE, database_url, dbos_config
+from .journal import Journal
+from .workflow import RUNTIME, AgentFactory, default_factory
+
+__all__ = ["run_worker", "start_worker", "stop_worker"]
+
+_QUEUE_POLL_S = 0.1
+
+
+def start_worker(
+    url: str | None = None,
+    *,
+    queue: str = DEFAULT_QUEUE,
+    concurrency: int = 4,
+    global_concurrency: int | None = None,
+    executor_id: str | None = None,
+    factory: AgentFactory | None = None,
+    listen: Callable[[Agent, str], None] | None = None,
+) -> None:
+    """Launch DBOS in this process as a worker of ``queue`` (returns once it runs).
+
+    ``factory`` builds each run's agent (the default: installed plugins, settings, the
+    run's model); ``listen(agent, run_id)`` may subscribe listeners to each run. One
+    worker per process; :func:`stop_worker` shuts it down.
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    resolved = database_url(url)
+    RUNTIME.journal = Journal(resolved)
+    RUNTIME.factory = factory or default_factory
+    RUNTIME.listen = listen
+    DBOS(config=dbos_config(resolved, executor_id))  # type: ignore[arg-type]
+    DBOS.launch()
+    DBOS.register_queue(
+        queue,
+        worker_concurrency=concurrency,
+        global_concurrency=global_concurrency,
+        polling_interval_sec=_QUEUE_POLL_S,
+    )
+
+
+def stop_worker() -> None:
+    """Shut the worker down: runs in progress stop where they are (they are recovered
+    by the next worker with this executor id)."""
+    DBOS.destroy(destroy_registry=False)
+    journal, RUNTIME.journal = RUNTIME.journal, None
+    if journal is not None:
+        journal.close()
+
+
+def run_worker(stop: threading.Event | None = None, **options: Any) -> None:
+    """:func:`start_worker`, then serve until SIGTERM/SIGINT (or ``stop`` is set)."""
+    done = stop or threading.Event()
+    start_worker(**options)
+    previous = {}
+    for number in (signals.SIGTERM, signals.SIGINT):
+        with contextlib.suppress(ValueError):  # not the main thread
+            previous[number] = signals.signal(number, lambda *_: done.set())
+    try:
+        done.wait()
+    finally:
+        for number, handler in previous.items():
+            signals.signal(number, handler)
+        stop_worker()
+
+
+async def active_agents() -> dict[str, Agent]:
+    """The agents of the runs this worker is executing, by run id (a snapshot)."""
+    await asyncio.sleep(0)
+    return dict(RUNTIME.active)

@@ -1,0 +1,177 @@
+"""A durable worker process for the tests: a scripted model, tools that append to a file.
+
+Run as ``python worker_app.py DIR URL EXECUTOR_ID [CRASH]``. Every run follows the same
+script (a function of the request, so a recovered worker continues it): ``TURNS`` turns
+with one tool call each, then a text reply. ``CRASH`` names where the *first* worker
+stops until the test kills it (a marker file ``DIR/crashed`` says it got there):
+
+- ``stream``: in the middle of the second reply's stream (the request is in flight);
+- ``tool``: inside call ``c2``, of the idempotent tool ``note``;
+- ``tool_once``: inside call ``c1``, of the non-idempotent tool ``append``;
+- ``between``: in a listener of the second ``turn_end``;
+- ``compaction``: inside the compaction before the third request.
+
+Tools write one line per execution to ``DIR/tools.log``: ``RUN CALL start`` and
+``RUN CALL done``. A listener writes each event it sees to ``DIR/events-<pid>.jsonl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import mainspring
+from mainspring import Agent, CompactionResult, Settings, UserMessage
+from mainspring.events import event_to_dict
+from mainspring.testing import FauxProvider, faux
+
+TURNS = 3
+DIR = Path(sys.argv[1]) if __name__ == "__main__" else Path(".")
+CRASH = sys.argv[4] if __name__ == "__main__" and len(sys.argv) > 4 else ""
+MARKER = DIR / "crashed"
+
+
+def _crash_here(point: str) -> bool:
+    """Whether this process stops here (the first time only: the marker says it did)."""
+    if point != CRASH or MARKER.exists():
+        return False
+    MARKER.write_text(str(os.getpid()))
+    return True
+
+
+async def _forever() -> None:
+    await asyncio.Event().wait()
+
+
+def _log(line: str) -> None:
+    with open(DIR / "tools.log", "a") as file:
+        file.write(line + "\n")
+
+
+def _replies(messages: Any) -> int:
+    """The replies so far, counting those a compaction summarised."""
+    count = 0
+    for message in messages:
+        if getattr(message, "role", None) == "assistant":
+            count += 1
+        elif isinstance(message, UserMessage) and str(message.content).startswith("Summary"):
+            count += int(str(message.content).split()[1])
+    return count
+
+
+def _reply(request: Any) -> Any:
+    """The scripted model: turn ``k`` calls a tool, the last turn answers."""
+    turn = _replies(request.messages)
+    if turn < TURNS:
+        tool = "append" if turn % 2 else "note"
+        args = {"text": f"step {turn} " + "x" * 40}
+        return faux.reply(
+            faux.text(f"Turn {turn}: calling {tool}."), faux.tool_call(tool, args, f"c{turn}")
+        )
+    return faux.reply(faux.text("All done: " + "y" * 60))
+
+
+class CrashingProvider:
+    """The faux model, stopping mid-stream of the second reply when told to."""
+
+    def __init__(self) -> None:
+        self.inner = FauxProvider([_reply] * 50, chunk_size=8)
+        self.name = self.inner.name
+
+    async def stream(self, request: Any, signal: Any) -> AsyncIterator[Any]:
+        turn = _replies(request.messages)
+        count = 0
+        async for delta in self.inner.stream(request, signal):
+            yield delta
+            count += 1
+            if turn == 1 and count == 3 and _crash_here("stream"):
+                await _forever()
+
+
+def _tool(name: str, idempotent: bool, point: str, stop_in: str) -> mainspring.Tool:
+    async def execute(args: dict[str, Any], ctx: Any) -> str:
+        run = os.environ.get("RUN_LOG_ID", "")
+        _log(f"{ctx.tool_call_id} {name} start {run}")
+        if ctx.tool_call_id == stop_in and _crash_here(point):
+            await _forever()
+        ctx.update({"progress": args["text"][:6]})
+        _log(f"{ctx.tool_call_id} {name} done {run}")
+        return f"{name} ok: {args['text'][:7]}"
+
+    schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+    }
+    return mainspring.Tool(name, f"{name} a line", schema, execute, idempotent=idempotent)
+
+
+class Compactor:
+    """Compacts once, before the third request; stops there when told to."""
+
+    PLUGIN_NAME = "test-compactor"
+    CAPABILITIES = ("compaction", "context")
+
+    @mainspring.hookimpl
+    def count_tokens(self, messages: Any, model: Any) -> int | None:
+        summarised = any(
+            isinstance(m, UserMessage) and str(m.content).startswith("Summary") for m in messages
+        )
+        replies = sum(1 for m in messages if getattr(m, "role", None) == "assistant")
+        return 10**9 if replies >= 2 and not summarised else 10
+
+    @mainspring.hookimpl
+    async def compact(self, messages: Any, model: Any, reason: str) -> CompactionResult:
+        if _crash_here("compaction"):
+            await _forever()
+        replies = sum(1 for m in messages[:-2] if getattr(m, "role", None) == "assistant")
+        summary = UserMessage(content=f"Summary: {replies} earlier replies")
+        return CompactionResult(messages=(summary, *messages[-2:]))
+
+
+def factory(spec: dict[str, Any]) -> Agent:
+    """Each run's agent: the crashing faux model, two tools, the compactor."""
+    return Agent(
+        model="faux:scripted",
+        provider=CrashingProvider(),
+        tools=[_tool("note", True, "tool", "c2"), _tool("append", False, "tool_once", "c1")],
+        plugins=[Compactor()],
+        autoload=False,
+        settings=Settings(),
+    )
+
+
+def listen(agent: Agent, run_id: str) -> None:
+    """Keep every event this process delivers; stop between turns when told to."""
+    path = DIR / f"events-{os.getpid()}.jsonl"
+
+    def write(event: Any) -> None:
+        with open(path, "a") as file:
+            file.write(json.dumps(event_to_dict(event)) + "\n")
+
+    async def keep(event: Any, signal: Any) -> None:
+        write(event)
+        if event.type == "turn_end" and event.turn == 1 and _crash_here("between"):
+            await _forever()
+
+    agent.subscribe(keep)
+
+
+if __name__ == "__main__":
+    from mainspring.durable import run_worker
+
+    url, executor = sys.argv[2], sys.argv[3]
+    concurrency = int(os.environ.get("WORKER_CONCURRENCY", "4"))
+    (DIR / f"ready-{os.getpid()}").write_text("")
+    run_worker(
+        url=url,
+        executor_id=executor,
+        factory=factory,
+        listen=listen,
+        concurrency=concurrency,
+    )
