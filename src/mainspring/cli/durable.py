@@ -1,0 +1,182 @@
+"""``mainspring worker``, ``mainspring submit`` and ``mainspring runs``: durable runs.
+
+- ``worker [--queue Q] [--concurrency N] [--global-concurrency N] [--id ID] [--factory M:F]``
+  runs durable runs from a queue until SIGTERM/SIGINT.
+- ``submit PROMPT [--model M] [--system S] [--queue Q] [--id ID]`` enqueues a run and
+  prints its id.
+- ``runs [list] [--json] [--limit N]``, ``runs show ID [--json] [--events]`` and
+  ``runs approve ID CALL_ID (--allow | --deny) [--reason R] [--remember tool|call]``.
+
+All take ``--database URL`` (default: ``MAINSPRING_DATABASE_URL``, else SQLite in the data
+directory). They need the ``durable`` extra (``pip install "mainspring[durable]"``); DBOS
+is imported only when one of them runs. Exit codes: 0 done, 1 the run shown ended in
+error, 2 bad usage, a missing extra or an unknown run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import json
+import sys
+from typing import Any
+
+from ..messages import message_text
+
+__all__ = ["DURABLE_COMMANDS", "add_durable_commands", "durable_command"]
+
+DURABLE_COMMANDS = frozenset({"worker", "submit", "runs"})
+_MISSING = 'durable runs need the durable extra: pip install "mainspring[durable]"'
+
+
+def add_durable_commands(commands: Any) -> None:
+    """Add ``worker``, ``submit`` and ``runs`` to the command's subparsers."""
+    worker = commands.add_parser("worker", help="run durable runs from a queue (DBOS)")
+    worker.add_argument("--queue", default="mainspring", help="the queue to serve")
+    worker.add_argument("--concurrency", type=int, default=4, help="runs at once here")
+    worker.add_argument("--global-concurrency", type=int, default=None, help="across workers")
+    worker.add_argument("--id", default=None, help="this worker's stable executor id")
+    worker.add_argument("--factory", default=None, help="module:function building each agent")
+    submit = commands.add_parser("submit", help="enqueue a durable run; prints its id")
+    submit.add_argument("prompt")
+    submit.add_argument("--model", default=None)
+    submit.add_argument("--system", default=None, help="the system prompt")
+    submit.add_argument("--queue", default="mainspring")
+    submit.add_argument("--id", default=None, help="the run id (default: a new one)")
+    runs = commands.add_parser("runs", help="list durable runs, show one, approve a call")
+    runs.add_argument("action", nargs="?", default="list", choices=("list", "show", "approve"))
+    runs.add_argument("id", nargs="?", default=None, help="the run (show, approve)")
+    runs.add_argument("call_id", nargs="?", default=None, help="the tool call (approve)")
+    decision = runs.add_mutually_exclusive_group()
+    decision.add_argument("--allow", action="store_true", default=None)
+    decision.add_argument("--deny", action="store_true", default=None)
+    runs.add_argument("--reason", default=None)
+    runs.add_argument("--remember", choices=("tool", "call"), default=None)
+    runs.add_argument("--events", action="store_true", help="show: the journaled events")
+    runs.add_argument("--json", action="store_true", help="print JSON")
+    runs.add_argument("--limit", type=int, default=20, help="list at most N (newest first)")
+    for parser in (worker, submit, runs):
+        parser.add_argument("--database", default=None, help="the database URL")
+
+
+def durable_command(args: argparse.Namespace) -> int:
+    """Run one of the durable commands; the exit code."""
+    try:
+        importlib.import_module("dbos")
+    except ImportError:
+        print(_MISSING, file=sys.stderr)
+        return 2
+    if args.command == "worker":
+        return _worker(args)
+    from ..durable import Runs
+
+    with Runs(args.database) as runs:
+        if args.command == "submit":
+            print(runs.submit(args.prompt, model=args.model, system_prompt=args.system,
+                              queue=args.queue, run_id=args.id))  # fmt: skip
+            return 0
+        if args.action == "list":
+            return _list(runs, args)
+        if not args.id:
+            print(f"runs {args.action} needs a run id", file=sys.stderr)
+            return 2
+        try:
+            runs.get(args.id)
+        except KeyError as error:
+            print(error.args[0], file=sys.stderr)
+            return 2
+        if args.action == "approve":
+            return _approve(runs, args)
+        return _show(runs, args)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from ..durable import run_worker
+
+    factory = None
+    if args.factory:
+        module, _, name = args.factory.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as error:
+            print(f"--factory {args.factory}: {error}", file=sys.stderr)
+            return 2
+    if args.concurrency < 1:
+        print("--concurrency must be at least 1", file=sys.stderr)
+        return 2
+    run_worker(
+        url=args.database,
+        queue=args.queue,
+        concurrency=args.concurrency,
+        global_concurrency=args.global_concurrency,
+        executor_id=args.id,
+        factory=factory,
+    )
+    return 0
+
+
+def _when(epoch_ms: int | None) -> str:
+    if epoch_ms is None:
+        return "-"
+    moment = datetime.datetime.fromtimestamp(epoch_ms / 1000)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _list(runs: Any, args: argparse.Namespace) -> int:
+    found = runs.list(limit=args.limit)
+    if args.json:
+        for info in found:
+            print(json.dumps(info.__dict__, ensure_ascii=False))
+        return 0
+    if not found:
+        print("no durable runs")
+        return 0
+    print(f"{'RUN':<18} {'STATUS':<9} {'TURNS':>5}  {'UPDATED':<19}  PROMPT / LAST ERROR")
+    for info in found:
+        status = info.reason if info.status == "SUCCESS" and info.reason else info.status
+        text = info.prompt.splitlines()[0][:50] if info.prompt else ""
+        if info.last_error:
+            text += f"  [{info.last_error.splitlines()[0][:60]}]"
+        print(f"{info.run_id:<18} {status:<9} {info.turns:>5}  {_when(info.updated_at)}  {text}")
+    return 0
+
+
+def _show(runs: Any, args: argparse.Namespace) -> int:
+    info = runs.get(args.id)
+    if args.events:
+        for event in runs.events(args.id):
+            print(json.dumps(event, ensure_ascii=False))
+        return 0
+    messages = runs.transcript(args.id)
+    if args.json:
+        from ..sessions import encode_message
+
+        record = dict(info.__dict__, messages=[encode_message(m) for m in messages])
+        print(json.dumps(record, ensure_ascii=False))
+    else:
+        print(f"run {info.run_id}: {info.status.lower()}, {info.turns} turns"
+              + (f", {info.reason}" if info.reason else "")
+              + (f", model {info.model}" if info.model else ""))  # fmt: skip
+        if info.last_error:
+            print(f"last error: {info.last_error}")
+        for message in messages:
+            role = getattr(message, "role", "?")
+            print(f"\n[{role}]")
+            for call in getattr(message, "tool_calls", ()):
+                print(f"-> {call.name}({json.dumps(dict(call.arguments), ensure_ascii=False)})")
+            text = message_text(message)
+            if text:
+                print(text)
+    return 1 if info.reason in ("error", "aborted") else 0
+
+
+def _approve(runs: Any, args: argparse.Namespace) -> int:
+    if not args.call_id or (args.allow is None and args.deny is None):
+        print("runs approve needs a run id, a tool call id and --allow or --deny", file=sys.stderr)
+        return 2
+    runs.approve(
+        args.id, args.call_id, bool(args.allow), reason=args.reason, remember=args.remember
+    )
+    print(f"{'allowed' if args.allow else 'denied'} {args.call_id} of run {args.id}")
+    return 0
