@@ -5,6 +5,7 @@ answers, and the exit code of the last run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -102,6 +103,14 @@ def start(tmp_path: Path, pty_terminal: type[Terminal]) -> Iterator[Callable[...
 
 def shown(terminal: Terminal) -> str:
     return "\n".join(terminal.display())
+
+
+def exit_code(terminal: Terminal) -> tuple[int, str]:
+    """The program's exit code, and the screen it left (to say why when it is wrong)."""
+    code = terminal.close()
+    with contextlib.suppress(AssertionError):  # read what is left, however it ends
+        terminal.until(lambda: not terminal._read(0.05), "the end of output", timeout=2)
+    return code, shown(terminal)
 
 
 def test_the_banner_names_the_model_the_counts_and_help(start: Callable[..., Terminal]) -> None:
@@ -221,7 +230,8 @@ def test_chat_exits_1_when_its_last_run_failed(start: Callable[..., Terminal]) -
     terminal.expect_shown("the model fell over")
     terminal.at_prompt()
     terminal.type("/quit\r")
-    assert terminal.close() == 1
+    code, screen = exit_code(terminal)
+    assert code == 1, screen
 
 
 def test_chat_exits_0_when_its_last_run_succeeded(start: Callable[..., Terminal]) -> None:
@@ -233,7 +243,8 @@ def test_chat_exits_0_when_its_last_run_succeeded(start: Callable[..., Terminal]
     terminal.expect_shown("seen: please fail | then work")
     terminal.at_prompt()
     terminal.type("\x04")
-    assert terminal.close() == 0
+    code, screen = exit_code(terminal)
+    assert code == 0, screen
 
 
 def test_piped_input_is_one_prompt_a_line_each_answered_before_the_end(tmp_path: Path) -> None:
