@@ -153,4 +153,7 @@ def test_an_unknown_tool_mode_names_the_key_and_the_allowed_values(
     done = cli(env, "run", "hi")
 
     assert done.returncode == 2
-    assert "providers.local.options.tool_mode = 'x' is not allowed; use 'off', " in done.stderr
+    assert last_line(done) == (
+        f"mainspring: {tmp_path / 'config.toml'}: providers.local.options.tool_mode = 'x' "
+        "is not allowed; use 'off', 'force_first', 'auto'"
+    )

@@ -24,6 +24,7 @@ from ..settings import load_settings
 from .approve import TerminalApprover, approval_mode
 from .checks import (
     check_model,
+    check_settings,
     model_source,
     plugin_names,
     unknown_plugin_names,
@@ -173,6 +174,7 @@ def _build_agent(args: argparse.Namespace) -> Agent:
         plugins.append(TerminalApprover(mode))
     settings = apply_mcp_option(getattr(args, "mcp", []), load_settings())
     running = args.command in ("run", "chat")
+    check_settings(settings)
     settings, warning = usable_default(settings, listing=not running)
     if warning:
         print(f"mainspring: warning: {warning}", file=sys.stderr, flush=True)

@@ -10,6 +10,8 @@ the option, variable or config key at fault and what it accepts.
   listing the ones it serves; for a provider with a catalogue that is not closed (an HTTP
   API may serve models it does not list), an unknown id is a warning naming the known ones.
 - :func:`unknown_plugin_names`: ``--no-plugin NAME`` naming no plugin.
+- :func:`check_settings`: provider options the settings model cannot check (the local
+  provider's), named with the config file they come from.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..settings import Settings, config_path
 
 __all__ = [
     "check_model",
+    "check_settings",
     "model_source",
     "plugin_names",
     "unknown_plugin_names",
@@ -40,6 +43,18 @@ def model_source(given: str | None) -> str:
         return "$MAINSPRING_MODEL"
     path, exists = config_path()
     return f"default_model in {path}" if exists else "the default model"
+
+
+def check_settings(settings: Settings) -> None:
+    """Raise ``ValueError`` naming the config file when an option of the local provider
+    is unknown or has a value it does not allow."""
+    from ..plugins.providers import local_options
+
+    try:
+        local_options(settings)
+    except ValueError as error:
+        path, exists = config_path()
+        raise ValueError(f"{path}: {error}" if exists else str(error)) from None
 
 
 def _malformed(model: str) -> bool:

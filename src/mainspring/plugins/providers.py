@@ -24,7 +24,7 @@ from typing import Any, final
 
 from ..hookspecs import hookimpl
 
-__all__ = ["LazyProvider", "register_providers"]
+__all__ = ["LazyProvider", "local_options", "register_providers"]
 
 CAPABILITIES = ("providers",)
 """What this plugin does (its manifest; see ``docs/capabilities.md``)."""
@@ -128,7 +128,7 @@ def register_providers(agent: Any) -> list[Any]:
         LazyProvider("faux", _faux),
         LazyProvider("openai", partial(_openai, _http_options(settings, "openai"))),
         LazyProvider("anthropic", partial(_anthropic, _http_options(settings, "anthropic"))),
-        LazyProvider("local", partial(_local, _local_options(settings))),
+        LazyProvider("local", partial(_local, local_options(settings))),
     ]
     agent.on_close(partial(_close_all, providers))
     return providers
@@ -156,7 +156,9 @@ _TOOL_MODES = ("off", "force_first", "auto")
 provider's module is imported on first use only)."""
 
 
-def _local_options(settings: Any) -> dict[str, Any]:
+def local_options(settings: Any) -> dict[str, Any]:
+    """The local provider's options from ``settings.providers["local"].options``; a
+    ``ValueError`` names an unknown option, or a ``tool_mode`` that is not allowed."""
     config = settings.providers.get("local")
     if config is None:
         return {}
