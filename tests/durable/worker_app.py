@@ -95,12 +95,14 @@ class CrashingProvider:
 
 def _tool(name: str, idempotent: bool, point: str, stop_in: str) -> mainspring.Tool:
     async def execute(args: dict[str, Any], ctx: Any) -> str:
-        run = os.environ.get("RUN_LOG_ID", "")
-        _log(f"{ctx.tool_call_id} {name} start {run}")
+        from dbos import DBOS
+
+        run = f"{DBOS.workflow_id} {os.getpid()}" if os.environ.get("LOG_RUNS") else ""
+        _log(f"{ctx.tool_call_id} {name} start {run}".strip())
         if ctx.tool_call_id == stop_in and _crash_here(point):
             await _forever()
         ctx.update({"progress": args["text"][:6]})
-        _log(f"{ctx.tool_call_id} {name} done {run}")
+        _log(f"{ctx.tool_call_id} {name} done {run}".strip())
         return f"{name} ok: {args['text'][:7]}"
 
     schema = {
