@@ -22,14 +22,7 @@ from ..plugins.otel import configure_command
 from ..sessions import SessionFormatError
 from ..settings import load_settings
 from .approve import TerminalApprover, approval_mode
-from .checks import (
-    check_model,
-    check_settings,
-    model_source,
-    plugin_names,
-    unknown_plugin_names,
-    usable_default,
-)
+from .checks import check_names, check_settings, model_source, usable_default
 from .commands import (
     add_commands,
     config_command,
@@ -205,25 +198,8 @@ def _build_agent(args: argparse.Namespace) -> Agent:
         if wanted and repr(wanted) in str(error):  # name where the model came from
             raise ValueError(f"{model_source(model)}: {error}") from error
         raise
-    _check(agent, args, running)
+    check_names(agent, args.model if running else None, args.no_plugin, running)
     return agent
-
-
-def _check(agent: Agent, args: argparse.Namespace, running: bool) -> None:
-    """What the command line named must exist: for ``run`` and ``chat`` a ``ValueError``
-    (a usage error), for the listing commands a warning."""
-    problems: list[str] = []
-    warning = check_model(agent, model_source(getattr(args, "model", None))) if running else None
-    unknown = unknown_plugin_names(agent, args.no_plugin)
-    if unknown:
-        problems.append(
-            f"--no-plugin {', '.join(unknown)}: no plugin of that name "
-            f"(the plugins: {plugin_names(agent)})"
-        )
-    if running and problems:
-        raise ValueError("; ".join(problems))
-    for text in [*([warning] if warning else []), *problems]:
-        print(f"mainspring: warning: {text}", file=sys.stderr, flush=True)
 
 
 def _report_disabled(agent: Agent) -> None:

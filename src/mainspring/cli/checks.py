@@ -17,7 +17,8 @@ the option, variable or config key at fault and what it accepts.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..kernel.plugin_controls import normalise
@@ -25,6 +26,7 @@ from ..settings import Settings, config_path
 
 __all__ = [
     "check_model",
+    "check_names",
     "check_settings",
     "model_source",
     "plugin_names",
@@ -113,3 +115,22 @@ def plugin_names(agent: Any) -> str:
     names = {info.name for info in agent.plugins.infos}
     names |= {item.name for item in agent.plugins.disabled}
     return ", ".join(sorted(names))
+
+
+def check_names(agent: Any, model: str | None, disabled: Sequence[str], running: bool) -> None:
+    """What the command line named must exist: the model (when ``running``, given as
+    ``model`` or by default) and each ``--no-plugin`` name in ``disabled``. A problem is a
+    ``ValueError`` for ``run`` and ``chat`` (``running``), a warning on stderr for the
+    listing commands; a model outside an open catalogue is always a warning."""
+    problems: list[str] = []
+    warning = check_model(agent, model_source(model)) if running else None
+    unknown = unknown_plugin_names(agent, disabled)
+    if unknown:
+        problems.append(
+            f"--no-plugin {', '.join(unknown)}: no plugin of that name "
+            f"(the plugins: {plugin_names(agent)})"
+        )
+    if running and problems:
+        raise ValueError("; ".join(problems))
+    for text in [*([warning] if warning else []), *problems]:
+        print(f"mainspring: warning: {text}", file=sys.stderr, flush=True)
