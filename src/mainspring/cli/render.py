@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import time
 from collections.abc import Mapping
 from typing import Any, TextIO
@@ -177,6 +178,8 @@ class TerminalRenderer:
         index = 0
         while True:
             text = f"{_FRAMES[index % len(_FRAMES)]} {self._status()}"
+            # one row: a wrapped line could not be taken back with a carriage return
+            text = text[: max(2, shutil.get_terminal_size().columns - 1)]
             # spaces, not an erase sequence: blank what the previous frame left over
             self.err.write(f"\r{self._dim(text)}{' ' * max(0, self._shown - len(text))}")
             self._shown = len(text)
