@@ -17,6 +17,8 @@ import threading
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from ..events import event_to_dict
 from .config import is_sqlite
@@ -34,17 +36,28 @@ _EVENTS = sa.Table(
 )
 
 
+def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+    """WAL without a sync per commit: a crash of the process loses nothing (the OS has
+    the pages); a power cut may lose the last events, which are then delivered again."""
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
 class Journal:
     """The event table of one database (created on first use)."""
 
     def __init__(self, url: str) -> None:
-        if is_sqlite(url):
+        self.sqlite = is_sqlite(url)
+        if self.sqlite:
             self.engine = sa.create_engine(url, connect_args={"timeout": 60})
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         else:
             self.engine = sa.create_engine(
                 url.replace("postgresql://", "postgresql+psycopg://", 1),
                 pool_size=4,
-                pool_pre_ping=True,
+                pool_recycle=300,
             )
         self._lock = threading.Lock()
         with self.engine.begin() as connection:
@@ -70,14 +83,9 @@ class Journal:
             "type": event.type,
             "body": json.dumps(data, ensure_ascii=False, separators=(",", ":")),
         }
+        insert = (sqlite_insert if self.sqlite else postgresql_insert)(_EVENTS).values(**row)
         with self._lock, self.engine.begin() as connection:
-            exists = connection.execute(
-                sa.select(_EVENTS.c.seq).where(
-                    _EVENTS.c.run_id == row["run_id"], _EVENTS.c.seq == row["seq"]
-                )
-            ).first()
-            if exists is None:
-                connection.execute(_EVENTS.insert().values(**row))
+            connection.execute(insert.on_conflict_do_nothing())
 
     async def append_async(self, event: Any) -> None:
         """:meth:`append` off the event loop."""

@@ -1,0 +1,154 @@
+"""``python -m bench.durable [--postgres URL]``: what durability costs (a report).
+
+- **Added cost per turn**: a durable run of 21 turns and one of 1 turn (one tool call a
+  turn), each from submit to settled on a worker in this process; the difference over 20
+  turns, less the in-memory kernel's own per-turn time (same script, no database).
+- **Recovery**: a worker killed inside turn 10's tool; the time from starting its
+  replacement (a new process) to the run settled, and the part of it spent replaying.
+- **Throughput**: 60 one-turn runs queued, then 1 (SQLite, PostgreSQL) or 3 (PostgreSQL)
+  worker processes started; runs per second from the first start to the last settled.
+
+SQLite runs in a temporary directory; PostgreSQL only with ``--postgres URL`` (a database
+this may fill with tables). Figures are one run's, on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .durable_worker import factory
+
+RUNS = 60
+LONG = 21
+
+
+def _wait(check: Any, timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the bench run did not settle")
+        time.sleep(0.005)
+
+
+async def _in_memory_per_turn(turns: int) -> float:
+    agent = factory({"options": {"turns": turns}})
+    start = time.perf_counter()
+    await agent.prompt("go")
+    return (time.perf_counter() - start) / (turns + 1)
+
+
+def _per_turn(url: str) -> tuple[float, float]:
+    from mainspring.durable import Runs, start_worker, stop_worker
+
+    start_worker(url=url, factory=factory, executor_id="bench")
+    try:
+        with Runs(url) as runs:
+            runs.result(runs.submit("warm up"), timeout_s=120)
+            times = {}
+            for turns in (1, LONG):
+                start = time.perf_counter()
+                runs.result(runs.submit("go", options={"turns": turns}), timeout_s=300)
+                times[turns] = time.perf_counter() - start
+    finally:
+        stop_worker()
+    durable = (times[LONG] - times[1]) / (LONG - 1)
+    memory = asyncio.run(_in_memory_per_turn(LONG))
+    return durable, memory
+
+
+def _spawn(directory: Path, url: str, executor: str, **env: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench.durable_worker", str(directory), url, executor],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **env},
+    )
+
+
+def _recovery(url: str, directory: Path) -> float:
+    from mainspring.durable import Runs
+
+    with Runs(url) as runs:
+        run_id = runs.submit("go", options={"turns": 20})
+        first = _spawn(directory, url, "r1", CRASH_AT="10")
+        _wait(lambda: (directory / "crashed").exists())
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        start = time.perf_counter()
+        second = _spawn(directory, url, "r1", CRASH_AT="10")
+        try:
+            runs.result(run_id, timeout_s=300)
+            return time.perf_counter() - start
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait()
+
+
+def _throughput(url: str, directory: Path, count: int) -> float:
+    from mainspring.durable import Runs
+
+    with Runs(url) as runs:
+        ids = [runs.submit(f"run {n}") for n in range(RUNS)]
+        start = time.perf_counter()
+        workers = [_spawn(directory, url, f"t{n}") for n in range(count)]
+        try:
+            for run_id in ids:
+                runs.result(run_id, timeout_s=600)
+            return RUNS / (time.perf_counter() - start)
+        finally:
+            for worker in workers:
+                worker.send_signal(signal.SIGTERM)
+                worker.wait()
+
+
+def _startup() -> float:
+    """Seconds for a worker process to import and launch (the recovery's fixed part)."""
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", "import mainspring.durable, dbos"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.durable")
+    parser.add_argument("--postgres", default=os.environ.get("MAINSPRING_BENCH_POSTGRES_URL"))
+    args = parser.parse_args(argv)
+    rows: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory() as temporary:
+        root = Path(temporary)
+        databases = {"SQLite": f"sqlite:///{root / 'bench.sqlite'}"}
+        if args.postgres:
+            databases["PostgreSQL"] = args.postgres
+        for name, url in databases.items():
+            durable, memory = _per_turn(url)
+            rows.append((f"{name}: per turn, durable", f"{durable * 1000:.1f} ms"))
+            rows.append((f"{name}: per turn, in memory", f"{memory * 1000:.2f} ms"))
+            rows.append((f"{name}: added per turn", f"{(durable - memory) * 1000:.1f} ms"))
+            work = root / name
+            work.mkdir()
+            rows.append((f"{name}: recovery, restart to settled", f"{_recovery(url, work):.2f} s"))
+            for count in (1, 3) if name == "PostgreSQL" else (1,):
+                rate = _throughput(url, work, count)
+                label = f"{name}: {RUNS} one-turn runs, {count} worker(s)"
+                rows.append((label, f"{rate:.1f} runs/s"))
+    rows.append(("worker import (fresh process)", f"{_startup():.2f} s"))
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"{label:<{width}}  {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
