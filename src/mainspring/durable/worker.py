@@ -12,7 +12,6 @@ another worker is executing.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal as signals
 import threading
@@ -86,9 +85,3 @@ def run_worker(stop: threading.Event | None = None, **options: Any) -> None:
         for number, handler in previous.items():
             signals.signal(number, handler)
         stop_worker()
-
-
-async def active_agents() -> dict[str, Agent]:
-    """The agents of the runs this worker is executing, by run id (a snapshot)."""
-    await asyncio.sleep(0)
-    return dict(RUNTIME.active)
