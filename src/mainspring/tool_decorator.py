@@ -91,8 +91,8 @@ def tool(
     """Turn a function into a :class:`~mainspring.tools.Tool` (see the module docs).
 
     Use bare (``@tool``) or with options (``@tool(name=..., description=...,
-    sequential=..., timeout_s=..., label=..., idempotent=...)``). ``name`` defaults to the function's
-    name and ``description`` to its docstring without the argument section; the other
+    sequential=..., timeout_s=..., label=..., idempotent=...)``). ``name`` defaults to the
+    function's name and ``description`` to its docstring without the argument section; the other
     options are passed to :class:`~mainspring.tools.Tool` unchanged. Raises
     ``TypeError`` when the function cannot become a tool, naming the function and why.
 

@@ -718,8 +718,7 @@ class LocalProvider:
         if request.model.id not in self.models:
             served = ", ".join(f"{self.name}:{name}" for name in self.models)
             raise ProviderError(
-                f"the {self.name} provider does not serve {request.model.id!r}; "
-                f"it serves {served}"
+                f"the {self.name} provider does not serve {request.model.id!r}; it serves {served}"
             )
         server = self.server()
         base_url = await server.astart()
