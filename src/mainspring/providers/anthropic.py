@@ -62,6 +62,7 @@ from .base import (
     ToolCallStart,
     UsageReport,
 )
+from .base_urls import without_api_version
 from .http import (
     DEFAULT_REQUEST_TIMEOUT_S,
     HTTPProvider,
@@ -108,13 +109,12 @@ _USAGE_FIELDS = (
 class AnthropicProvider(HTTPProvider):
     """Streams ``POST {base_url}/v1/messages``.
 
-    ``base_url`` defaults to ``$ANTHROPIC_BASE_URL`` (without ``/v1``), then
-    ``https://api.anthropic.com``; ``api_key`` to ``$ANTHROPIC_API_KEY``, sent as
-    ``x-api-key`` (omitted when there is none, e.g. behind a local proxy), with
-    ``anthropic-version: 2023-06-01``. ``options`` are merged into the body (``None``
-    removes a key), so ``options={"thinking": {...}}`` overrides the thinking budget.
-    See :class:`~mainspring.providers.http.HTTPProvider` for ``timeout``,
-    ``request_timeout_s``, ``transport`` and ``headers``; ``models`` is the catalogue.
+    ``base_url`` defaults to ``$ANTHROPIC_BASE_URL``, then ``https://api.anthropic.com``
+    (a trailing ``/v1`` is dropped); ``api_key`` to ``$ANTHROPIC_API_KEY``, sent as
+    ``x-api-key`` (none behind a local proxy) with ``anthropic-version: 2023-06-01``.
+    ``options`` are merged into the body (``None`` removes a key), so ``options=
+    {"thinking": {...}}`` overrides the thinking budget. :class:`HTTPProvider` documents
+    ``timeout``, ``request_timeout_s``, ``transport``, ``headers``; ``models``: the catalogue.
     """
 
     def __init__(
@@ -132,7 +132,9 @@ class AnthropicProvider(HTTPProvider):
     ) -> None:
         super().__init__(
             name=name,
-            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL,
+            base_url=without_api_version(
+                base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL
+            ),
             api_key=api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"),
             options=options,
             timeout=timeout,

@@ -114,11 +114,13 @@ def error_from_payload(
     status_code: int | None = None,
     retry_after: float | None = None,
     secrets: Iterable[str] = (),
+    url: str | None = None,
 ) -> ProviderError:
     """Map an error object (``{"type", "code", "message"}``, or a string) to an error.
 
     Used for HTTP error bodies and for errors a server sends inside a 200 stream; an
-    integer ``code`` stands in for a missing ``status_code`` (llama.cpp does this).
+    integer ``code`` stands in for a missing ``status_code`` (llama.cpp does this). The
+    message names ``url`` when given (redacted), so a wrong base URL shows in a 404.
     """
     message, kind, code = _describe(error)
     if status_code is None and isinstance(code, int) and 100 <= code <= 599:
@@ -137,6 +139,8 @@ def error_from_payload(
     prefix = f"HTTP {status_code}" if status_code is not None else "error"
     if label:
         prefix += f" ({label})"
+    if url is not None:
+        prefix += f" from {redact(url, secrets)}"
     text = _truncate(redact(message or "no error message", secrets))
     return ProviderError(
         f"{provider}: {prefix}: {text}",
@@ -164,9 +168,18 @@ def _status_retryable(status: int) -> bool:
 
 
 def error_from_status(
-    provider: str, status: int, headers: Mapping[str, str], body: str, secrets: Iterable[str] = ()
+    provider: str,
+    status: int,
+    headers: Mapping[str, str],
+    body: str,
+    secrets: Iterable[str] = (),
+    *,
+    url: str | None = None,
 ) -> ProviderError:
-    """Map a non-2xx response with (the first part of) its ``body`` to an error."""
+    """Map a non-2xx response with (the first part of) its ``body`` to an error.
+
+    The message names ``url``, the address requested, when given.
+    """
     try:
         payload: object = json.loads(body)
     except ValueError:
@@ -177,6 +190,7 @@ def error_from_status(
         status_code=status,
         retry_after=parse_retry_after(headers),
         secrets=secrets,
+        url=url,
     )
     if not error.context_overflow and is_context_overflow(body):
         error.context_overflow, error.retryable = True, False
@@ -284,13 +298,15 @@ async def check_response(
             break
     text = body[:MAX_ERROR_BODY_BYTES].decode("utf-8", errors="replace")
     if not response.is_success:
-        raise error_from_status(name, response.status_code, response.headers, text, secrets)
+        raise error_from_status(
+            name, response.status_code, response.headers, text, secrets, url=url
+        )
     try:
         payload = json.loads(text)
     except ValueError:
         payload = None
     if isinstance(payload, Mapping) and "error" in payload:
-        raise error_from_payload(name, payload, secrets=secrets)
+        raise error_from_payload(name, payload, secrets=secrets, url=url)
     raise _not_a_stream(name, url, media_type, secrets)
 
 

@@ -57,6 +57,7 @@ from .base import (
     ToolCallStart,
     UsageReport,
 )
+from .base_urls import with_api_version
 from .http import (
     DEFAULT_REQUEST_TIMEOUT_S,
     HTTPProvider,
@@ -82,9 +83,10 @@ _FINISH: dict[str, StopReason] = {
 class OpenAIProvider(HTTPProvider):
     """Streams ``POST {base_url}/chat/completions``.
 
-    ``base_url`` defaults to ``$OPENAI_BASE_URL`` (which includes ``/v1``), then
-    ``https://api.openai.com/v1``; ``api_key`` to ``$OPENAI_API_KEY``; without a key no
-    ``Authorization`` header is sent (local servers). ``max_tokens_field`` names the body
+    ``base_url`` defaults to ``$OPENAI_BASE_URL``, then ``https://api.openai.com/v1``;
+    one with no path gets ``/v1`` (see :mod:`~mainspring.providers.base_urls`).
+    ``api_key`` defaults to ``$OPENAI_API_KEY``; without a key no ``Authorization``
+    header is sent (local servers). ``max_tokens_field`` names the body
     field carrying ``model.max_output_tokens``: by default ``max_completion_tokens`` for
     api.openai.com (its reasoning models refuse ``max_tokens``) and ``max_tokens``
     elsewhere; an ``options`` entry for either field replaces it. ``options`` (e.g.
@@ -111,7 +113,9 @@ class OpenAIProvider(HTTPProvider):
     ) -> None:
         super().__init__(
             name=name,
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL,
+            base_url=with_api_version(
+                base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+            ),
             api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"),
             options=options,
             timeout=timeout,
