@@ -1,4 +1,7 @@
-"""Shared test fixtures: a program on a pseudo-terminal, as a person at a keyboard runs it."""
+"""Shared test fixtures: a program on a pseudo-terminal, as a person at a keyboard runs it.
+
+Also the session summary of the reliability suite, gathered from every pytest-xdist worker.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +12,11 @@ import pty
 import select
 import struct
 import subprocess
+import sys
 import termios
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -117,3 +122,41 @@ def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 def pty_terminal() -> type[Terminal]:
     """The :class:`Terminal` class: ``pty_terminal(args, env)`` starts a program on a pty."""
     return Terminal
+
+
+_WORKER_FIGURES: list[dict[str, float]] = []
+"""The reliability figures each pytest-xdist worker reported when it finished."""
+
+
+def _own_figures() -> dict[str, float] | None:
+    harness = sys.modules.get("reliability_harness")
+    return None if harness is None else dict(harness.FIGURES)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a pytest-xdist worker: hand this process's reliability figures to the controller."""
+    workeroutput: dict[str, Any] | None = getattr(session.config, "workeroutput", None)
+    figures = _own_figures()
+    if workeroutput is not None and figures is not None:
+        workeroutput["reliability_figures"] = figures
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    figures = getattr(node, "workeroutput", {}).get("reliability_figures")
+    if figures:
+        _WORKER_FIGURES.append(figures)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line: agent runs checked, runs aborted, the longest settle after ``abort()``."""
+    parts = [*_WORKER_FIGURES, *filter(None, [_own_figures()])]
+    runs = sum(part["runs"] for part in parts)
+    if not runs:
+        return
+    aborted = sum(part["aborted_runs"] for part in parts)
+    settle_ms = max(part["max_settle_s"] for part in parts) * 1000
+    terminalreporter.write_line(
+        f"reliability: {runs:.0f} agent runs checked, {aborted:.0f} aborted; "
+        f"longest settle after abort(): {settle_ms:.1f} ms"
+    )

@@ -41,11 +41,11 @@ def schema_tool(name: str = "take") -> Tool:
 
 
 async def run(
-    steps: list[Any], tools: list[Tool], settings: Settings | None = None
+    steps: list[Any], tools: list[Tool], settings: Settings | None = None, chunk_size: int = 4
 ) -> tuple[Agent, EventRecorder]:
     agent = Agent(
         model="faux:test",
-        provider=FauxProvider(steps),
+        provider=FauxProvider(steps, chunk_size=chunk_size),
         autoload=False,
         tools=tools,
         settings=settings,
@@ -66,7 +66,8 @@ def nested(depth: int) -> str:
 @pytest.mark.parametrize("depth", [100, 600, 100_000])
 async def test_arguments_nested_past_the_limit_get_a_validation_error(depth: int) -> None:
     steps = [faux.tool_call("take", nested(depth), id="c1"), faux.text("ok")]
-    _, recorder = await run(steps, [schema_tool()])
+    # the arguments arrive in fragments of 4 KiB, as from a real server, not 50,000 deltas
+    _, recorder = await run(steps, [schema_tool()], chunk_size=4096)
 
     end = recorder.of_type(ToolExecutionEnd)[0]
     assert end.is_error

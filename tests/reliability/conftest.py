@@ -41,7 +41,7 @@ _COMMON = {
 }
 # ``max_examples`` is the budget of a "full" property; cheaper properties scale it up and
 # expensive ones down through ``reliability_strategies.examples(weight)``.
-settings.register_profile("fast", max_examples=100, derandomize=True, **_COMMON)
+settings.register_profile("fast", max_examples=60, derandomize=True, **_COMMON)
 settings.register_profile("thorough", max_examples=1_000, **_COMMON)
 
 PROFILE = os.environ.get("MAINSPRING_HYPOTHESIS_PROFILE", "fast")
@@ -78,13 +78,3 @@ def _quiet_kernel_logs() -> Iterator[None]:
         yield
     finally:
         logger.setLevel(previous)
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    figures = sys.modules["reliability_harness"].FIGURES
-    if not figures["runs"]:
-        return
-    terminalreporter.write_line(
-        f"reliability: {figures['runs']:.0f} agent runs checked, {figures['aborted_runs']:.0f} "
-        f"aborted; longest settle after abort(): {figures['max_settle_s'] * 1000:.1f} ms"
-    )
