@@ -20,6 +20,7 @@ from .hookspecs import hookimpl
 from .kernel.agent import Agent
 from .kernel.relay import redactor
 from .kernel.state import AgentState
+from .message_json import CustomMessage, decode_message, encode_message
 from .messages import (
     AssistantMessage,
     CompactionSummary,
@@ -54,6 +55,7 @@ __all__ = [
     "Block",
     "CompactionResult",
     "CompactionSummary",
+    "CustomMessage",
     "HookError",
     "HookTimeoutError",
     "ImageContent",
@@ -78,6 +80,8 @@ __all__ = [
     "Usage",
     "UserMessage",
     "__version__",
+    "decode_message",
+    "encode_message",
     "freeze",
     "hookimpl",
     "redactor",

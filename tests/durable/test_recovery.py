@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from mainspring import encode_message
 from mainspring.durable import INTERRUPTED, Runs
-from mainspring.sessions import encode_message
 from mainspring.testing import check_event_grammar
 
 PROMPT = "Do the three steps."

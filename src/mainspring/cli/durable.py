@@ -150,7 +150,7 @@ def _show(runs: Any, args: argparse.Namespace) -> int:
         return 0
     messages = runs.transcript(args.id)
     if args.json:
-        from ..sessions import encode_message
+        from ..message_json import encode_message
 
         record = dict(info.__dict__, messages=[encode_message(m) for m in messages])
         print(json.dumps(record, ensure_ascii=False))

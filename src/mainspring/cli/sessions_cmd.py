@@ -178,7 +178,7 @@ def _find(key: str) -> Path:
 def _show(path: Path, as_json: bool) -> None:
     session = read_session(path)
     if as_json:
-        from ..sessions import encode_message
+        from ..message_json import encode_message
 
         data = {
             "id": path.stem,

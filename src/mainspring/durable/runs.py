@@ -16,7 +16,7 @@ from typing import Any
 from dbos import DBOSClient, EnqueueOptions
 from dbos.cli.migration import run_dbos_database_migrations
 
-from ..sessions import decode_message
+from ..message_json import decode_message
 from .approvals import APPROVAL_TOPIC, approval_message
 from .config import APP_NAME, APP_VERSION, DEFAULT_QUEUE, WORKFLOW_NAME, database_url
 from .journal import Journal

@@ -25,7 +25,7 @@ from dbos import DBOS
 
 from ..kernel.agent import Agent
 from ..kernel.replay import prepare_replay
-from ..sessions import encode_message
+from ..message_json import encode_message
 from .approvals import DurableApprover
 from .config import WORKFLOW_NAME
 from .journal import Journal
