@@ -14,6 +14,7 @@ import json
 import math
 from collections.abc import Iterator
 from dataclasses import fields, is_dataclass
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
@@ -43,13 +44,20 @@ class CustomMessage(BaseModel):
     role: str
 
 
-_KNOWN: dict[str, TypeAdapter[Any]] = {
-    "user": TypeAdapter(UserMessage),
-    "assistant": TypeAdapter(AssistantMessage),
-    "tool_result": TypeAdapter(ToolResultMessage),
-    "compaction": TypeAdapter(CompactionSummary),
-}
-_ANY: TypeAdapter[Any] = TypeAdapter(Any)
+@cache
+def _adapters() -> dict[str, TypeAdapter[Any]]:
+    """The validators of the known roles, built on first use (not at ``import mainspring``)."""
+    return {
+        "user": TypeAdapter(UserMessage),
+        "assistant": TypeAdapter(AssistantMessage),
+        "tool_result": TypeAdapter(ToolResultMessage),
+        "compaction": TypeAdapter(CompactionSummary),
+    }
+
+
+@cache
+def _any_adapter() -> TypeAdapter[Any]:
+    return TypeAdapter(Any)
 
 
 def encode_message(message: Any) -> dict[str, Any]:
@@ -91,7 +99,7 @@ def _walk(value: Any, depth: int, above: set[int]) -> Any:
             if isinstance(value, Iterator):  # never iterated: endless, or with side effects
                 return f"<unserializable: {_type_name(value)}>"
             try:  # dates, enums, UUIDs, paths, decimals...
-                return _ANY.dump_python(value, mode="json")
+                return _any_adapter().dump_python(value, mode="json")
             except Exception:
                 return f"<unserializable: {_type_name(value)}>"
     if depth >= MAX_DEPTH:
@@ -149,7 +157,7 @@ def decode_message(data: Any) -> Any:
     """A transcript entry from its JSON form (unknown roles become :class:`CustomMessage`)."""
     if not isinstance(data, dict) or not isinstance(data.get("role"), str):
         raise ValueError("a message needs a string 'role'")
-    adapter = _KNOWN.get(data["role"])
+    adapter = _adapters().get(data["role"])
     if adapter is None:
         return CustomMessage.model_validate(data)
     return adapter.validate_python(data)
