@@ -27,7 +27,6 @@ identity.
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from decimal import Decimal, InvalidOperation
@@ -38,62 +37,24 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
 
+from ._schema_check import (
+    JSON_TYPES,
+    SCHEMA_KEYWORDS,
+    SCHEMA_LIST_KEYWORDS,
+    SCHEMA_MAP_KEYWORDS,
+    Path,
+    check_structure,
+    structure_problem,
+)
 from ._schema_text import (
-    MISSING,
     Problem,
     Rendering,
     describe,
     render,
-    render_path,
-    resolve,
 )
 
 __all__ = ["JSON_TYPES", "check_schema", "schema_problems"]
 
-JSON_TYPES: Final[tuple[str, ...]] = (
-    "array",
-    "boolean",
-    "integer",
-    "null",
-    "number",
-    "object",
-    "string",
-)
-"""The type names JSON Schema knows."""
-
-_TYPE_HINTS: Final[dict[str, str]] = {
-    "int": "integer",
-    "float": "number",
-    "str": "string",
-    "bool": "boolean",
-    "dict": "object",
-    "list": "array",
-    "tuple": "array",
-    "none": "null",
-}
-
-_Path = tuple[str | int, ...]
-
-_SCHEMA_KEYWORDS: Final = (
-    "additionalItems",
-    "additionalProperties",
-    "contains",
-    "else",
-    "if",
-    "not",
-    "propertyNames",
-    "then",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-)
-_SCHEMA_MAP_KEYWORDS: Final = (
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-    "patternProperties",
-    "properties",
-)
-_SCHEMA_LIST_KEYWORDS: Final = ("allOf", "anyOf", "oneOf", "prefixItems")
 # keywords whose ``false`` has a message of its own
 _CLOSING_KEYWORDS: Final = frozenset(
     {"additionalItems", "additionalProperties", "unevaluatedItems", "unevaluatedProperties"}
@@ -127,14 +88,14 @@ def _upgrade(schema: Any, modern: bool) -> Any:
     if not isinstance(schema, Mapping):
         return schema
     out = dict(sorted(schema.items(), key=lambda item: _FIRST.get(item[0], 2)))
-    for keyword in _SCHEMA_KEYWORDS:
+    for keyword in SCHEMA_KEYWORDS:
         if keyword in out:
             keep = keyword in _CLOSING_KEYWORDS
             out[keyword] = _upgrade(out[keyword], modern) if keep else _sub(out[keyword], modern)
-    for keyword in _SCHEMA_MAP_KEYWORDS:
+    for keyword in SCHEMA_MAP_KEYWORDS:
         if isinstance(out.get(keyword), Mapping):
             out[keyword] = {k: _sub(v, modern) for k, v in out[keyword].items()}
-    for keyword in _SCHEMA_LIST_KEYWORDS:
+    for keyword in SCHEMA_LIST_KEYWORDS:
         if isinstance(out.get(keyword), list):
             out[keyword] = [_sub(v, modern) for v in out[keyword]]
     items = out.get("items")
@@ -179,16 +140,12 @@ class _Compiled:
         upgraded = _upgrade(schema, modern)
         self.validator: Validator = cls(upgraded)
         if isinstance(schema, Mapping):
-            try:
-                _check_refs(schema)
-                _check(schema, schema, (), set())
-                base.check_schema(upgraded)
-            except _RefProblem as problem:
-                self.broken = str(problem)
-            except ValueError as error:
-                self.broken = str(error)
-            except SchemaError as error:
-                self.broken = f"invalid JSON schema: {_schema_error(error)}"
+            self.broken = structure_problem(schema)
+            if self.broken is None:
+                try:
+                    base.check_schema(upgraded)
+                except SchemaError as error:
+                    self.broken = f"invalid JSON schema: {_schema_error(error)}"
 
     def problems(self, value: Any) -> list[str]:
         if self.broken is not None:
@@ -244,58 +201,10 @@ def check_schema(schema: Any) -> None:
     ``$ref`` must not loop; every other keyword must be well formed for its draft (the
     draft's meta-schema).
     """
-    if not isinstance(schema, dict):
-        raise ValueError(f"a tool's JSON schema must be a dict, got {describe(schema)}")
-    _check(schema, schema, (), set())
-    try:
-        _check_refs(schema)
-    except _RefProblem as problem:
-        raise _fail((), str(problem)) from None
+    check_structure(schema)
     broken = _compiled(schema).broken
     if broken is not None:
         raise ValueError(broken)
-
-
-class _RefProblem(Exception):
-    pass
-
-
-def _check_refs(root: Mapping[str, Any]) -> None:
-    """Raise :class:`_RefProblem` for a ``$ref`` that loops onto itself."""
-    for node in _subschemas(root):
-        seen: list[int] = []
-        current: Any = node
-        while isinstance(current, Mapping) and isinstance(current.get("$ref"), str):
-            if id(current) in seen:
-                raise _RefProblem(f"$ref {node['$ref']!r} refers to itself")
-            seen.append(id(current))
-            ref = current["$ref"]
-            current = resolve(root, ref)
-            if current is MISSING:
-                raise _RefProblem(f"cannot resolve $ref {ref!r}")
-
-
-def _subschemas(schema: Any) -> Iterator[Mapping[str, Any]]:
-    if not isinstance(schema, Mapping):
-        return
-    yield schema
-    for keyword in (*_SCHEMA_KEYWORDS, "items"):
-        value = schema.get(keyword)
-        if isinstance(value, list):
-            for item in value:
-                yield from _subschemas(item)
-        else:
-            yield from _subschemas(value)
-    for keyword in _SCHEMA_MAP_KEYWORDS:
-        mapping = schema.get(keyword)
-        if isinstance(mapping, Mapping):
-            for value in mapping.values():
-                yield from _subschemas(value)
-    for keyword in _SCHEMA_LIST_KEYWORDS:
-        options = schema.get(keyword)
-        if isinstance(options, list):
-            for value in options:
-                yield from _subschemas(value)
 
 
 def _schema_error(error: SchemaError) -> str:
@@ -322,7 +231,7 @@ def _explain(errors: list[ValidationError], validator: Validator) -> list[Proble
 
 
 def _missing(error: ValidationError) -> list[Problem]:
-    path: _Path = tuple(error.absolute_path)
+    path: Path = tuple(error.absolute_path)
     names = error.validator_value if isinstance(error.validator_value, list) else []
     instance = error.instance if isinstance(error.instance, Mapping) else {}
     return [
@@ -330,84 +239,3 @@ def _missing(error: ValidationError) -> list[Problem]:
         for name in names
         if isinstance(name, str) and name not in instance
     ]
-
-
-def _fail(path: _Path, why: str) -> ValueError:
-    where = render_path(path).replace(".", "/") if path else "(root)"
-    return ValueError(f"invalid JSON schema at {where}: {why}")
-
-
-def _check(root: Mapping[str, Any], schema: Any, path: _Path, seen: set[int]) -> None:
-    if isinstance(schema, bool):
-        return
-    if not isinstance(schema, Mapping):
-        raise _fail(path, f"expected a schema (object or boolean), got {describe(schema)}")
-    if id(schema) in seen:
-        return
-    seen.add(id(schema))
-    if "type" in schema:
-        _check_type(schema["type"], (*path, "type"))
-    if "pattern" in schema:
-        _check_pattern(schema["pattern"], (*path, "pattern"))
-    if "$ref" in schema:
-        ref = schema["$ref"]
-        if not isinstance(ref, str):
-            raise _fail((*path, "$ref"), f"expected a string, got {describe(ref)}")
-        if resolve(root, ref) is MISSING:
-            raise _fail(
-                (*path, "$ref"), f"cannot resolve {ref!r} (only '#/...' pointers are supported)"
-            )
-    for keyword in _SCHEMA_KEYWORDS:
-        if keyword in schema:
-            _check(root, schema[keyword], (*path, keyword), seen)
-    items = schema.get("items")
-    if isinstance(items, list):
-        for index, subschema in enumerate(items):
-            _check(root, subschema, (*path, "items", index), seen)
-    elif "items" in schema:
-        _check(root, items, (*path, "items"), seen)
-    for keyword in _SCHEMA_MAP_KEYWORDS:
-        if keyword not in schema:
-            continue
-        mapping = schema[keyword]
-        if not isinstance(mapping, Mapping):
-            raise _fail((*path, keyword), f"expected an object, got {describe(mapping)}")
-        for name, subschema in mapping.items():
-            if keyword == "patternProperties":
-                _check_pattern(name, (*path, keyword, name))
-            _check(root, subschema, (*path, keyword, name), seen)
-    for keyword in _SCHEMA_LIST_KEYWORDS:
-        if keyword not in schema:
-            continue
-        options = schema[keyword]
-        if not isinstance(options, list) or (not options and keyword != "prefixItems"):
-            raise _fail((*path, keyword), f"expected a non-empty array of schemas, got {options!r}")
-        for index, subschema in enumerate(options):
-            _check(root, subschema, (*path, keyword, index), seen)
-
-
-def _check_type(declared: Any, path: _Path) -> None:
-    names = declared if isinstance(declared, list) else [declared]
-    if not names:
-        raise _fail(path, "expected a type name or a non-empty list of them, got []")
-    for name in names:
-        if not isinstance(name, str):
-            raise _fail(path, f"expected a type name, got {describe(name)}")
-        if name not in JSON_TYPES:
-            hint = _TYPE_HINTS.get(name.lower())
-            suggestion = f" (did you mean {hint!r}?)" if hint else ""
-            raise _fail(
-                path,
-                f"unknown type {name!r}{suggestion}; expected one of {', '.join(JSON_TYPES)}",
-            )
-    if len(set(names)) != len(names):
-        raise _fail(path, f"type names must be distinct, got {declared!r}")
-
-
-def _check_pattern(pattern: Any, path: _Path) -> None:
-    if not isinstance(pattern, str):
-        raise _fail(path, f"expected a regular expression string, got {describe(pattern)}")
-    try:
-        re.compile(pattern)
-    except re.error as error:
-        raise _fail(path, f"invalid regular expression {pattern!r}: {error}") from None
