@@ -389,16 +389,6 @@ class Agent(Approving, Closing, Editing):
         if thinking_level is not None:
             core.thinking_level = thinking_level
 
-    def reset(self) -> None:
-        """Clear the transcript, both queues and the error (idle only)."""
-        if self._core.is_streaming:
-            raise AgentBusyError("reset")
-        core = self._core
-        core.messages.clear()
-        core.steering.clear()
-        core.follow_up.clear()
-        core.error_message = None
-
     def __repr__(self) -> str:
         state = "running" if self._core.is_streaming else "idle"
         return f"<Agent {self._core.model.ref} {state}, {len(self._core.messages)} messages>"

@@ -23,7 +23,7 @@ __all__ = ["Approving", "Closing", "Editing"]
 
 
 class Editing:
-    """``agent.replace_messages()`` and ``agent.append_message()``."""
+    """``agent.replace_messages()``, ``agent.append_message()`` and ``agent.reset()``."""
 
     _core: Core
 
@@ -52,6 +52,16 @@ class Editing:
         if problem:
             raise ValueError(f"appending this message breaks the transcript: {problem}")
         self._core.messages.append(message)
+
+    def reset(self) -> None:
+        """Clear the transcript, both queues and the error (idle only)."""
+        if self._core.is_streaming:
+            raise AgentBusyError("reset")
+        core = self._core
+        core.messages.clear()
+        core.steering.clear()
+        core.follow_up.clear()
+        core.error_message = None
 
 
 class Approving:
