@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mainspring.messages import AssistantMessage, TextContent, ToolResultMessage, UserMessage
-from mainspring.providers import local
+from mainspring.providers import local, local_install
 from mainspring.providers.base import (
     Model,
     ModelRequest,
@@ -159,7 +159,7 @@ class _Installer:
         self.codes = codes
         self.gguf = gguf
         self.model_installed = False
-        monkeypatch.setattr(local, "model_path", self.model_path)
+        monkeypatch.setattr(local_install, "model_path", self.model_path)
 
     def model_path(self) -> Path:
         if not self.model_installed:
@@ -177,7 +177,7 @@ class _Installer:
 def test_install_model_installs_runtime_and_model(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(local, "_installed_version", lambda name: None)
+    monkeypatch.setattr(local_install, "_installed_version", lambda name: None)
     installer = _Installer(monkeypatch, tmp_path / "m.gguf", [0, 0])
     lines: list[str] = []
     assert install_model(lines.append, run=installer) == 0
@@ -189,7 +189,7 @@ def test_install_model_installs_runtime_and_model(
 def test_install_model_skips_what_is_installed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(local, "_installed_version", lambda name: XLLAMACPP_VERSION)
+    monkeypatch.setattr(local_install, "_installed_version", lambda name: XLLAMACPP_VERSION)
     installer = _Installer(monkeypatch, tmp_path / "m.gguf", [])
     installer.model_installed = True
     lines: list[str] = []
@@ -201,7 +201,7 @@ def test_install_model_skips_what_is_installed(
 def test_install_model_keeps_another_runtime_version(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(local, "_installed_version", lambda name: "0.0.1")
+    monkeypatch.setattr(local_install, "_installed_version", lambda name: "0.0.1")
     installer = _Installer(monkeypatch, tmp_path / "m.gguf", [0])
     lines: list[str] = []
     assert install_model(lines.append, run=installer) == 0
@@ -212,7 +212,7 @@ def test_install_model_keeps_another_runtime_version(
 def test_install_model_returns_pips_exit_code(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(local, "_installed_version", lambda name: None)
+    monkeypatch.setattr(local_install, "_installed_version", lambda name: None)
     installer = _Installer(monkeypatch, tmp_path / "m.gguf", [3])
     lines: list[str] = []
     assert install_model(lines.append, run=installer) == 3
@@ -223,7 +223,7 @@ def test_install_model_returns_pips_exit_code(
 def test_install_model_fails_when_the_model_is_still_missing(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(local, "_installed_version", lambda name: XLLAMACPP_VERSION)
+    monkeypatch.setattr(local_install, "_installed_version", lambda name: XLLAMACPP_VERSION)
     installer = _Installer(monkeypatch, tmp_path / "m.gguf", [])
     commands: list[list[str]] = []
 
