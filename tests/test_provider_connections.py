@@ -80,6 +80,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length", "0")))
+        with self.server.counts.changed:  # counted before the reply: the client sees it
+            self.server.counts.requests += 1
         reply = ANTHROPIC_REPLY if self.path.endswith("/messages") else OPENAI_REPLY
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
@@ -87,8 +89,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(reply)
         self.wfile.flush()
-        with self.server.counts.changed:
-            self.server.counts.requests += 1
 
     def log_message(self, format: str, *args: Any) -> None:
         return None

@@ -176,7 +176,10 @@ class Usage(_Frozen):
         )
 
 
-StopReason: TypeAlias = Literal["stop", "length", "tool_use", "error", "aborted"]
+StopReason: TypeAlias = Literal["stop", "length", "repetition", "tool_use", "error", "aborted"]
+"""Why a reply ended. ``length``: the output-token limit cut it; ``repetition``: the
+provider's repetition guard cut it because it had started to loop (see
+:mod:`mainspring.providers.repetition`); either way its tool calls are not run."""
 UserContent: TypeAlias = Annotated[TextContent | ImageContent, Field(discriminator="type")]
 AssistantContent: TypeAlias = Annotated[
     TextContent | ThinkingContent | ToolCall, Field(discriminator="type")

@@ -301,3 +301,25 @@ async def test_a_prompt_beyond_the_context_window_is_a_context_overflow() -> Non
         await _collect(provider, request)
     assert caught.value.context_overflow is True
     assert caught.value.retryable is False
+
+
+async def test_a_looping_reply_is_stopped_by_the_repetition_guard() -> None:
+    # greedy decoding makes this prompt loop on a path ("/Moose-2023-02-22/Moose-...")
+    provider = _provider(max_output_tokens=1024, tool_mode="off")
+    request = ModelRequest(
+        model=provider.default_model,
+        messages=(UserMessage(content="List the files in this directory"),),
+    )
+    events = await _collect(provider, request)
+    done = events[-1]
+    assert isinstance(done, StreamDone)
+    assert done.stop_reason == "repetition"
+    deltas = [event for event in events if isinstance(event, TextDelta)]
+    assert len(deltas) < 512  # stopped long before the 1,024-token cap
+    # the guard closed the request: the server answers the next one at once
+    follow = await _collect(_provider(max_output_tokens=8), _ask("What is 2+2?"))
+    assert isinstance(follow[-1], StreamDone)
+
+
+def _ask(text: str) -> ModelRequest:
+    return ModelRequest(model=_provider().default_model, messages=(UserMessage(content=text),))

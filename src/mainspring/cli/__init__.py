@@ -46,7 +46,7 @@ __all__ = ["main"]
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CUT = 0, 1, 2, 3
 """Done; the run ended in error or was aborted; bad usage or configuration; the reply was
-cut off at the output-token limit."""
+cut off at the output-token limit or by the repetition guard."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -238,12 +238,14 @@ async def _run(args: argparse.Namespace, agent: Agent) -> int:
     if renderer.reason not in ("stop", "stopped_by_hook"):
         return EXIT_RUN_FAILED
     replies = [m for m in outcome.messages if getattr(m, "role", None) == "assistant"]
-    if replies and replies[-1].stop_reason == "length":
-        print(
-            "mainspring: the reply was cut off at the model's output-token limit "
-            "(stop_reason=length)",
-            file=sys.stderr,
+    cut = replies[-1].stop_reason if replies else None
+    if cut in ("length", "repetition"):
+        why = (
+            "at the model's output-token limit"
+            if cut == "length"
+            else "because it had started to repeat itself"
         )
+        print(f"mainspring: the reply was cut off {why} (stop_reason={cut})", file=sys.stderr)
         return EXIT_CUT
     return EXIT_OK
 

@@ -13,7 +13,7 @@ Without a terminal (piped input) each line is a prompt, answered before the next
 
 Slash commands: ``/help``, ``/model [provider:id]``, ``/session``, ``/quit`` (``/exit``).
 The exit code is the last run's, as for ``run``: 0 done (or no run), 1 error or aborted,
-3 the reply was cut off at the output-token limit.
+3 the reply was cut off at the output-token limit or by the repetition guard.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _exit_code(renderer: TerminalRenderer, agent: Agent) -> int:
     if renderer.reason not in ("stop", "stopped_by_hook"):
         return 1
     last = agent.last_message
-    return 3 if getattr(last, "stop_reason", None) == "length" else 0
+    return 3 if getattr(last, "stop_reason", None) in ("length", "repetition") else 0
 
 
 def _count(number: int, thing: str) -> str:

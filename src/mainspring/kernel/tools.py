@@ -324,10 +324,15 @@ async def _stop_tasks(
         task.cancel()
 
 
-def _length_cut_result(call: ToolCall) -> ToolResult:
+def _length_cut_result(call: ToolCall, stop_reason: str) -> ToolResult:
+    why = (
+        "the output token limit"
+        if stop_reason == "length"
+        else "the provider because it repeated itself"
+    )
     return ToolResult.error(
-        f'Tool call "{call.name}" was not executed: the reply was cut off by the output '
-        "token limit (stop_reason=length), so its arguments may be incomplete."
+        f'Tool call "{call.name}" was not executed: the reply was cut off by {why} '
+        f"(stop_reason={stop_reason}), so its arguments may be incomplete."
     )
 
 
@@ -337,7 +342,7 @@ async def execute_tool_calls(
     """Run every tool call of ``message``; its results join the transcript in call order."""
     calls = message.tool_calls
     batch: list[_Prepared] = []
-    if message.stop_reason == "length":
+    if message.stop_reason in ("length", "repetition"):
         for call in calls:
             run.core.pending_tool_calls[call.id] = None
             await run.emit(
@@ -346,7 +351,7 @@ async def execute_tool_calls(
                 tool_name=call.name,
                 args=thaw(call.arguments),
             )
-            await _finish_call(run, call, _length_cut_result(call))
+            await _finish_call(run, call, _length_cut_result(call, message.stop_reason))
     else:
         for index, call in enumerate(calls):
             if run.signal.aborted:

@@ -147,7 +147,14 @@ async def _close_all(providers: list[LazyProvider]) -> None:
 
 
 _LOCAL_OPTIONS = frozenset(
-    {"tool_mode", "dedupe_tool_calls", "context_window", "max_output_tokens", "threads"}
+    {
+        "tool_mode",
+        "dedupe_tool_calls",
+        "repetition_guard",
+        "context_window",
+        "max_output_tokens",
+        "threads",
+    }
 )
 
 

@@ -25,6 +25,12 @@ Choose the mode with ``Settings(providers={"local": {"options": {"tool_mode": ..
 The model sometimes repeats the same call in one reply; with ``dedupe_tool_calls`` (the
 default) a call whose name and arguments equal an earlier call of the same reply is
 dropped. Sampling is greedy (temperature 0), so replies are deterministic.
+
+Loops. Greedy decoding makes a 135M model loop on some prompts (a path repeated until
+the 1,024-token cap, minutes on a CPU). With ``repetition_guard`` (the default) the reply
+is stopped as soon as its tail has become one unit repeated (see
+:mod:`mainspring.providers.repetition` for the exact rule) and ends with
+``stop_reason="repetition"``; the command line says so and exits 3.
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ from .local_server import (
     stop_shared_servers,
 )
 from .openai import OpenAIProvider
+from .repetition import RepetitionGuard, stop_repetition
 
 __all__ = [
     "CHAT_TEMPLATE",
@@ -172,10 +179,11 @@ class LocalProvider:
 
     Nothing happens at construction: the first :meth:`stream` starts (or reuses) the
     process-wide server and raises :class:`LocalModelMissing` if the runtime or model
-    is not installed. ``model_file`` overrides the installed model; ``tool_mode`` and
-    ``dedupe_tool_calls`` are described in the module docs; ``timeout`` (per phase) and
-    ``request_timeout_s`` (the whole request) are passed to the OpenAI-compatible
-    client; ``verbosity`` is the server's log level (see :class:`LocalServer`).
+    is not installed. ``model_file`` overrides the installed model; ``tool_mode``,
+    ``dedupe_tool_calls`` and ``repetition_guard`` are described in the module docs;
+    ``timeout`` (per phase) and ``request_timeout_s`` (the whole request) are passed to
+    the OpenAI-compatible client; ``verbosity`` is the server's log level (see
+    :class:`LocalServer`).
 
     It serves only the models of ``models`` (``closed_catalogue``): a request for another
     id raises a non-retryable :class:`ProviderError` listing them, and the command line
@@ -195,6 +203,7 @@ class LocalProvider:
         threads: int | None = None,
         tool_mode: ToolMode = "off",
         dedupe_tool_calls: bool = True,
+        repetition_guard: bool = True,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         timeout: TimeoutSpec = None,
         request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
@@ -206,6 +215,7 @@ class LocalProvider:
         self.threads = threads
         self.tool_mode: ToolMode = tool_mode
         self.dedupe_tool_calls = dedupe_tool_calls
+        self.repetition_guard = repetition_guard
         self.start_timeout = start_timeout
         self.timeout = timeout
         self.request_timeout_s = request_timeout_s
@@ -230,6 +240,12 @@ class LocalProvider:
     def default_model(self) -> Model:
         """The model this provider serves."""
         return self.models[LOCAL_MODEL_ID]
+
+    async def warm_up(self, model: Model) -> None:
+        """Start the shared server (loading the model) unless it runs: a UI calls this
+        before the first request to show that the model is loading. Raises as
+        :meth:`stream` does when nothing is installed."""
+        await self.server().astart()
 
     def server(self) -> LocalServer:
         """The shared server for this provider's configuration (not started here)."""
@@ -271,13 +287,18 @@ class LocalProvider:
                 models=self.models,
             )
         stream: AsyncIterator[StreamEvent] = delegate.stream(prepared, signal)
-        events = _dedupe_tool_calls(stream) if self.dedupe_tool_calls else stream
+        layers = [stream]
+        if self.dedupe_tool_calls:
+            layers.append(_dedupe_tool_calls(layers[-1]))
+        if self.repetition_guard:
+            layers.append(stop_repetition(layers[-1], RepetitionGuard()))
         try:
-            async for event in events:
+            async for event in layers[-1]:
                 yield event
         finally:
-            # Close the delegate (and its HTTP response) now, not at garbage collection.
-            for iterator in (events, stream):
+            # Close the delegate (and its HTTP response) now, not at garbage collection:
+            # after a repetition stop this is what ends the generation on the server.
+            for iterator in reversed(layers):
                 aclose = getattr(iterator, "aclose", None)
                 if aclose is not None:
                     await aclose()
