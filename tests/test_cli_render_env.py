@@ -130,3 +130,21 @@ async def test_a_blocked_call_is_shown_as_blocked_by_the_plugin() -> None:
 
     assert "• fail blocked by policy: not in this workspace" in err.getvalue()
     assert "• fail {" not in err.getvalue()
+
+
+async def test_a_slow_reply_ends_with_its_tokens_and_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mainspring.cli import render as render_module
+
+    monkeypatch.setattr(render_module, "SLOW_REPLY_S", 0.0)  # every reply counts as slow
+    renderer = await render({"TERM": "xterm"})
+    lines = [line for line in stderr_of(renderer).split("\n") if "tokens/s" in line]
+    assert len(lines) == 2  # the tool call's reply and the answer
+    assert "tokens in " in lines[0]
+
+
+async def test_without_a_terminal_no_rate_line_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mainspring.cli import render as render_module
+
+    monkeypatch.setattr(render_module, "SLOW_REPLY_S", 0.0)
+    renderer = await render({"TERM": "xterm"}, err=io.StringIO())
+    assert "tokens/s" not in stderr_of(renderer)

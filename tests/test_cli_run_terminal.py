@@ -1,6 +1,7 @@
 """``mainspring run`` on a pseudo-terminal, checked on the screen a terminal shows: the first
 streamed words survive the spinner, a running tool shows a start line and a spinner with
-its name and the seconds elapsed, and a cut-off reply says so and exits 3."""
+its name and the seconds elapsed, a model that loads or writes a tool call shows what it
+is doing, and a cut-off reply says so and exits 3."""
 
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ class Staged:
     name = "staged"
     models = {}
 
+    async def warm_up(self, model):
+        if gate("cold"):  # a model that takes a while to load
+            while not gate("loaded"):
+                await asyncio.sleep(0.01)
+
     async def stream(self, request, signal):
         prompt = [m.content for m in request.messages if isinstance(m, UserMessage)][-1]
         answered = isinstance(request.messages[-1], ToolResultMessage)
@@ -46,6 +52,13 @@ class Staged:
         elif prompt == "long story":
             yield TextDelta("It was a dark and")
             yield StreamDone("length")
+        elif prompt == "plan" and not answered:
+            yield ToolCallStart("c1", "compile")
+            while not gate("written"):  # the arguments are still being written
+                await asyncio.sleep(0.01)
+            yield ToolCallDelta("c1", '{"target": "all"}')
+            yield ToolCallEnd("c1")
+            yield StreamDone("tool_use")
         elif prompt == "build" and not answered:
             yield ToolCallStart("c1", "compile")
             yield ToolCallDelta("c1", '{"target": "all"}')
@@ -137,3 +150,31 @@ def test_a_reply_cut_at_the_output_limit_says_so_and_exits_3(
         "It was a dark and",
         "mainspring: the reply was cut off at the model's output-token limit (stop_reason=length)",
     ]
+
+
+def test_a_loading_model_is_named_on_the_spinner(
+    run: Callable[[str], Terminal], tmp_path: Path
+) -> None:
+    (tmp_path / "cold").touch()
+    (tmp_path / "speak").touch()
+    terminal = run("story")
+    terminal.expect_shown("loading staged:x · ")
+    (tmp_path / "loaded").touch()
+    assert terminal.close() == 0
+    terminal.expect("time")
+    lines = terminal.display()
+    assert "Once upon a time" in lines
+    assert not any("loading" in line for line in lines)  # the spinner's line is gone
+
+
+def test_a_tool_call_being_written_shows_on_the_spinner(
+    run: Callable[[str], Terminal], tmp_path: Path
+) -> None:
+    terminal = run("plan")
+    terminal.expect_shown("writing a call to compile · ~1 token · ")
+    (tmp_path / "written").touch()
+    terminal.expect_shown('→ compile {"target": "all"}')
+    (tmp_path / "compiled").touch()
+    assert terminal.close() == 0
+    terminal.expect("built")
+    assert not any("writing a call" in line for line in terminal.display())

@@ -234,6 +234,8 @@ async def _run(args: argparse.Namespace, agent: Agent) -> int:
     )
     agent.subscribe(renderer)
     async with agent:  # closing stops the MCP servers it started
+        if isinstance(renderer, TerminalRenderer):
+            await renderer.prepare(agent)
         outcome = await agent.prompt(args.prompt_text)
     if renderer.reason not in ("stop", "stopped_by_hook"):
         return EXIT_RUN_FAILED

@@ -181,6 +181,7 @@ class _Terminal:
             self.agent.abort("interrupted")
 
     async def _run(self, text: str) -> int:
+        await self.renderer.prepare(self.agent)
         task = asyncio.ensure_future(self.agent.prompt(text))
         self.typeahead.start()
         try:
@@ -253,6 +254,7 @@ async def _piped(agent: Agent, renderer: TerminalRenderer, out: TextIO, err: Tex
                     break
                 if done is not None:
                     continue
+            await renderer.prepare(agent)
             await agent.prompt(text)
             code = _exit_code(renderer, agent)
     finally:

@@ -5,7 +5,10 @@ stderr, so ``mainspring run ... > answer.txt`` keeps only the answer: a line whe
 call starts (``→ name {arguments}``) and one when it ends (``• name {arguments} ok (0.41s)
 first line of the result``, or ``error``, or ``blocked by PLUGIN: reason``), errors, and a
 spinner while waiting on the model or on running tools (with their names and the seconds
-elapsed).
+elapsed). While a model loads (:meth:`TerminalRenderer.during`) or writes what is not
+shown (thinking, a tool call's arguments), the spinner says so, with the tokens so far;
+after a reply that took :data:`SLOW_REPLY_S` or longer, a line gives its tokens, seconds
+and rate.
 The spinner and colours appear only when stderr is a terminal; ``NO_COLOR`` (set and not
 empty, see no-color.org) turns colours off, and ``TERM=dumb`` turns off colours and the
 spinner.
@@ -20,8 +23,8 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Mapping
-from typing import Any, TextIO
+from collections.abc import Awaitable, Mapping
+from typing import Any, TextIO, TypeVar
 
 from ..kernel.events import event_to_json
 from ..signal import AbortSignal
@@ -29,6 +32,11 @@ from ..signal import AbortSignal
 __all__ = ["JsonRenderer", "TerminalRenderer"]
 
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+SLOW_REPLY_S = 3.0
+"""A reply that streamed this long or longer gets a line with its tokens and rate."""
+
+_T = TypeVar("_T")
 
 
 _ARGUMENTS_SHOWN = 60
@@ -148,6 +156,11 @@ class TerminalRenderer:
         """Text to show after the spinner (``chat``: what is being typed to steer)."""
         self._spinner: asyncio.Task[None] | None = None
         self._line_open = False
+        self.model = ""
+        """The model's name, shown while waiting on it (set by the command)."""
+        self._doing = ""  # what the model is writing that is not shown, or what loads
+        self._reply_started: float | None = None
+        self._reply_deltas = 0
 
     def _dim(self, text: str) -> str:
         return f"\x1b[2m{text}\x1b[0m" if self.color else text
@@ -164,6 +177,11 @@ class TerminalRenderer:
 
     def _activity(self) -> str:
         now = time.perf_counter()
+        if self._doing and not self._running:
+            since = self._reply_started if self._reply_started is not None else now
+            count = self._reply_deltas
+            tokens = f" · ~{count} token{'' if count == 1 else 's'}" if count else ""
+            return f"{self._doing}{tokens} · {now - since:.0f}s"
         if self._running:
             names = ", ".join(dict.fromkeys(self._running.values()))
             oldest = min(
@@ -172,7 +190,62 @@ class TerminalRenderer:
             )
             return f"{names} · {now - oldest:.1f}s"
         waited = now - self._waiting_since
-        return f"{waited:.0f}s" if waited >= 1 else ""
+        if waited < 1:
+            return ""
+        return f"waiting for {self.model} · {waited:.0f}s" if self.model else f"{waited:.0f}s"
+
+    async def during(self, doing: str, work: Awaitable[_T]) -> _T:
+        """Await ``work`` with the spinner saying ``doing`` (e.g. loading a model)."""
+        self._doing, self._reply_started, self._reply_deltas = doing, time.perf_counter(), 0
+        self._start_spinner()
+        try:
+            return await work
+        finally:
+            self._stop_spinner()
+            self._doing, self._reply_started = "", None
+
+    async def prepare(self, agent: Any) -> None:
+        """Before a run: name the agent's model for the spinner, and start its provider's
+        optional ``warm_up(model)`` (the local provider loads its model) with the spinner
+        saying so. A failure is left for the run itself to report."""
+        model = agent.state.model
+        self.model = model.ref
+        with contextlib.suppress(Exception):
+            warm_up = getattr(agent.provider, "warm_up", None)
+            if warm_up is not None:
+                await self.during(f"loading {model.ref}", warm_up(model))
+
+    def _streamed(self, delta: Any) -> None:
+        """One delta of the reply: text is written; anything else shows on the spinner."""
+        self._reply_deltas += 1
+        if delta.type == "text_delta":
+            self._stop_spinner()
+            self._doing = ""
+            self.out.write(delta.text)
+            self.out.flush()
+            self._line_open = True
+            return
+        if delta.type == "thinking_delta":
+            self._doing = "thinking"
+        elif delta.type == "tool_call_start":
+            self._doing = f"writing a call to {delta.name}"
+        if self._doing and self._spinner is None:
+            self._end_line()
+            waiting_since = self._waiting_since
+            self._start_spinner()
+            self._waiting_since = waiting_since
+
+    def _reply_ended(self, message: Any) -> None:
+        """After a slow reply, a line with its tokens, seconds and rate."""
+        started, self._reply_started, self._doing = self._reply_started, None, ""
+        if started is None or not self.interactive:
+            return
+        took = time.perf_counter() - started
+        tokens = message.usage.output_tokens or self._reply_deltas
+        if took >= SLOW_REPLY_S and tokens:
+            self.err.write(
+                self._dim(f"{tokens} tokens in {took:.1f}s ({tokens / took:.1f} tokens/s)") + "\n"
+            )
 
     async def _spin(self) -> None:
         index = 0
@@ -224,17 +297,14 @@ class TerminalRenderer:
         kind = event.type
         if kind == "turn_start":
             self._start_spinner()
+            self._reply_started, self._reply_deltas = time.perf_counter(), 0
         elif kind == "message_update":
-            self._stop_spinner()
-            delta = event.delta
-            if delta.type == "text_delta":
-                self.out.write(delta.text)
-                self.out.flush()
-                self._line_open = True
+            self._streamed(event.delta)
         elif kind == "message_end" and event.message.role == "assistant":
             self._stop_spinner()
             self._end_line()
             message = event.message
+            self._reply_ended(message)
             if message.stop_reason in ("error", "aborted"):
                 label = "error" if message.stop_reason == "error" else "aborted"
                 self.err.write(self._red(f"{label}: {message.error_message}") + "\n")
