@@ -157,3 +157,26 @@ def test_an_unknown_tool_mode_names_the_key_and_the_allowed_values(
         f"mainspring: {tmp_path / 'config.toml'}: providers.local.options.tool_mode = 'x' "
         "is not allowed; use 'off', 'force_first', 'auto'"
     )
+
+
+def test_tools_the_local_model_will_not_see_get_a_note() -> None:
+    from mainspring import Agent, tool
+    from mainspring.cli.checks import unused_tools_note
+    from mainspring.testing import FauxProvider
+
+    @tool
+    def greet(name: str) -> str:
+        """Greet someone."""
+        return f"hello {name}"
+
+    def note(provider: object, tools: list[object]) -> str | None:
+        agent = Agent(model="local:smollm2-135m", provider=provider, tools=tools, autoload=False)
+        return unused_tools_note(agent)
+
+    off = note(LocalProvider(), [greet])
+    assert off is not None
+    assert off.startswith("1 tool installed, but local:smollm2-135m does not see the tools")
+    assert 'tool_mode = "force_first"' in off
+    assert note(LocalProvider(tool_mode="force_first"), [greet]) is None
+    assert note(LocalProvider(), []) is None  # nothing to miss
+    assert note(FauxProvider([], name="local"), [greet]) is None  # no tool_support: no note

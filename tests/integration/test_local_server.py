@@ -115,7 +115,8 @@ async def test_a_forced_tool_call_through_the_anthropic_endpoint() -> None:
         options={"tool_choice": {"type": "any"}, "temperature": 0},
     )
     model = Model(provider="anthropic", id=LOCAL_MODEL_ID, max_output_tokens=64)
-    prefill = AssistantMessage(content=(TextContent(text=local.TOOL_CALL_PREFILL),))
+    # a trailing assistant message is the start of the reply: open the template's call block
+    prefill = AssistantMessage(content=(TextContent(text="<tool_call>\n"),))
     request = ModelRequest(
         model=model,
         messages=(UserMessage(content="What is the weather in Paris?"), prefill),
@@ -147,7 +148,7 @@ async def test_a_forced_tool_call_streams_as_tool_call_events() -> None:
     )
     events = await _collect(provider, request)
     starts = [event for event in events if isinstance(event, ToolCallStart)]
-    assert [start.name for start in starts] == ["get_weather"]  # the repeat is dropped
+    assert [start.name for start in starts] == ["get_weather"]  # one constrained call
     call_id = starts[0].id
     fragments = [
         event.arguments_json_fragment
@@ -323,3 +324,60 @@ async def test_a_looping_reply_is_stopped_by_the_repetition_guard() -> None:
 
 def _ask(text: str) -> ModelRequest:
     return ModelRequest(model=_provider().default_model, messages=(UserMessage(content=text),))
+
+
+async def test_a_forced_call_names_a_real_tool_with_schema_valid_arguments() -> None:
+    # constrained decoding: whatever the prompt, the call is one of the tools, well-formed
+    read = ToolSpec(
+        name="read_file",
+        description="Read a text file.",
+        parameters={
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "lines": {"type": "integer"}},
+            "required": ["path", "lines"],
+            "additionalProperties": False,
+        },
+    )
+    provider = _provider(max_output_tokens=64)
+    for prompt in ("Read the first 10 lines of notes.txt", "Tell me a joke"):
+        request = ModelRequest(
+            model=provider.default_model,
+            messages=(UserMessage(content=prompt),),
+            tools=(WEATHER, read),
+        )
+        events = await _collect(provider, request)
+        starts = [event for event in events if isinstance(event, ToolCallStart)]
+        assert len(starts) == 1 and starts[0].name in ("get_weather", "read_file")
+        fragments = [e.arguments_json_fragment for e in events if isinstance(e, ToolCallDelta)]
+        arguments = json.loads("".join(fragments))
+        if starts[0].name == "read_file":
+            assert set(arguments) == {"path", "lines"} and isinstance(arguments["lines"], int)
+        else:
+            assert set(arguments) <= {"city"}
+        done = events[-1]
+        assert isinstance(done, StreamDone) and done.stop_reason == "tool_use"
+
+
+async def test_a_schema_the_server_cannot_compile_still_gets_a_forced_call() -> None:
+    # "^[$" is not a regular expression llama.cpp can turn into a grammar: the request is
+    # refused (HTTP 400), and the provider asks again with any-object arguments
+    lookup = ToolSpec(
+        name="lookup",
+        description="Look up a word.",
+        parameters={
+            "type": "object",
+            "properties": {"word": {"type": "string", "pattern": "^[$"}},
+            "required": ["word"],
+        },
+    )
+    provider = _provider(max_output_tokens=48)
+    request = ModelRequest(
+        model=provider.default_model,
+        messages=(UserMessage(content="Look up the word cat"),),
+        tools=(lookup,),
+    )
+    events = await _collect(provider, request)
+    starts = [event for event in events if isinstance(event, ToolCallStart)]
+    assert [start.name for start in starts] == ["lookup"]
+    fragments = [e.arguments_json_fragment for e in events if isinstance(e, ToolCallDelta)]
+    assert isinstance(json.loads("".join(fragments)), dict)

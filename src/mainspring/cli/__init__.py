@@ -22,7 +22,13 @@ from ..plugins.otel import configure_command
 from ..sessions import SessionFormatError
 from ..settings import load_settings
 from .approve import TerminalApprover, approval_mode
-from .checks import check_names, check_settings, model_source, usable_default
+from .checks import (
+    check_names,
+    check_settings,
+    model_source,
+    unused_tools_note,
+    usable_default,
+)
 from .commands import (
     add_commands,
     config_command,
@@ -343,6 +349,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return models_command(agent, args.json)
     _report_disabled(agent)
     _report_remembered(agent)
+    note = unused_tools_note(agent)
+    if note:
+        print(f"mainspring: note: {note}", file=sys.stderr, flush=True)
     if args.command == "chat":
         from .chat import chat
 

@@ -12,6 +12,9 @@ the option, variable or config key at fault and what it accepts.
 - :func:`unknown_plugin_names`: ``--no-plugin NAME`` naming no plugin.
 - :func:`check_settings`: provider options the settings model cannot check (the local
   provider's), named with the config file they come from.
+- :func:`unused_tools_note`: the agent has tools its model will not see (a provider's
+  optional ``tool_support(model)`` says why, as the local provider does in its default
+  ``tool_mode``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ __all__ = [
     "model_source",
     "plugin_names",
     "unknown_plugin_names",
+    "unused_tools_note",
     "usable_default",
 ]
 
@@ -134,3 +138,19 @@ def check_names(agent: Any, model: str | None, disabled: Sequence[str], running:
         raise ValueError("; ".join(problems))
     for text in [*([warning] if warning else []), *problems]:
         print(f"mainspring: warning: {text}", file=sys.stderr, flush=True)
+
+
+def unused_tools_note(agent: Any) -> str | None:
+    """A note when the agent has tools and its provider says the model will not see them
+    (the provider's optional ``tool_support(model)``); ``None`` otherwise."""
+    count = len(agent.state.tools)
+    if not count:
+        return None
+    try:
+        support = getattr(agent.provider, "tool_support", None)
+        reason = support(agent.state.model) if support is not None else None
+    except Exception:  # a provider that cannot be built: the run will say so
+        return None
+    if not reason:
+        return None
+    return f"{count} tool{'' if count == 1 else 's'} installed, but {reason}"

@@ -6,25 +6,25 @@ by ``mainspring install-model``, see :mod:`.local_install`). Streaming is delega
 :class:`~mainspring.providers.openai.OpenAIProvider` pointed at that server, so the wire
 protocol is the ordinary OpenAI-compatible Chat Completions one.
 
-Tool calls. The 135M model only emits a tool call when forced: ``tool_choice:
-"required"`` *and* an assistant prefill of ``<tool_call>\\n`` (the server treats a
-trailing assistant message as the start of the reply). The ``tool_mode`` option decides:
+Tool calls. The ``tool_mode`` option decides what the model sees of the agent's tools:
 
 - ``"off"`` (default): tools are never sent. A 135M model cannot choose tools sensibly,
-  and the tool descriptions cost it seconds of prompt processing per request.
-- ``"force_first"``: when the request has tools and its last message is a
-  user message, the call is forced; after tool results the request is sent *without*
+  and the tool descriptions cost it seconds of prompt processing per request. The
+  command line says so when tools are installed.
+- ``"force_first"``: when the request has tools and its last message is a user message,
+  one call is forced with constrained decoding (:mod:`.local_tools`: well-formed, a real
+  tool, schema-valid arguments); after tool results the request is sent *without*
   tools, so the model answers in text and the run ends. Each user prompt thus gets
-  exactly one round of tool calls followed by an answer.
+  exactly one tool call followed by an answer.
 - ``"auto"``: tools are sent as they are with ``tool_choice: "auto"`` (this model then
   practically never calls one).
 
 Choose the mode with ``Settings(providers={"local": {"options": {"tool_mode": ...}}})``
 (or ``[providers.local] options = {tool_mode = "force_first"}`` in the config file).
 
-The model sometimes repeats the same call in one reply; with ``dedupe_tool_calls`` (the
-default) a call whose name and arguments equal an earlier call of the same reply is
-dropped. Sampling is greedy (temperature 0), so replies are deterministic.
+In ``"auto"`` mode the model sometimes repeats the same call in one reply; with
+``dedupe_tool_calls`` (the default) a call whose name and arguments equal an earlier call
+of the same reply is dropped. Sampling is greedy (temperature 0), so replies are deterministic.
 
 Loops. Greedy decoding makes a 135M model loop on some prompts (a path repeated until
 the 1,024-token cap, minutes on a CPU). With ``repetition_guard`` (the default) the reply
@@ -37,20 +37,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
-from typing import Any, Literal, TypeAlias
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
-from ..messages import AssistantMessage, TextContent
+from ..logs import get_logger
 from ..signal import AbortSignal
-from .base import (
-    Model,
-    ModelRequest,
-    ProviderError,
-    StreamEvent,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-)
+from .base import Model, ModelRequest, ProviderError, StreamEvent
 from .http import DEFAULT_REQUEST_TIMEOUT_S, TimeoutSpec
 from .local_install import (
     INSTALL_COMMAND,
@@ -72,8 +64,17 @@ from .local_server import (
     shared_server,
     stop_shared_servers,
 )
+from .local_tools import (
+    ToolMode,
+    as_tool_call,
+    dedupe_tool_calls,
+    prepare_request,
+    tool_call_schema,
+)
 from .openai import OpenAIProvider
 from .repetition import RepetitionGuard, stop_repetition
+
+log = get_logger("mainspring.providers.local")
 
 __all__ = [
     "CHAT_TEMPLATE",
@@ -83,7 +84,6 @@ __all__ = [
     "LOCAL_MODEL_ID",
     "MAX_OUTPUT_TOKENS",
     "MODEL_DISTRIBUTION",
-    "TOOL_CALL_PREFILL",
     "XLLAMACPP_VERSION",
     "LocalModelMissing",
     "LocalProvider",
@@ -96,82 +96,11 @@ __all__ = [
     "prepare_request",
     "shared_server",
     "stop_shared_servers",
+    "tool_call_schema",
 ]
 
 MAX_OUTPUT_TOKENS = 1024
 """Default reply cap: this model loops rather than stops on some prompts."""
-
-TOOL_CALL_PREFILL = "<tool_call>\n"
-"""The assistant prefill that, with ``tool_choice: "required"``, makes the model call."""
-
-ToolMode: TypeAlias = Literal["force_first", "auto", "off"]
-
-
-# -- requests ----------------------------------------------------------------------------
-
-
-def prepare_request(
-    request: ModelRequest, tool_mode: ToolMode = "force_first"
-) -> tuple[ModelRequest, dict[str, Any]]:
-    """The request to send to the server and the extra body fields it needs.
-
-    Always sets ``temperature: 0``. With tools and ``tool_mode="force_first"``: if the
-    last message is a user message, adds ``tool_choice: "required"`` and appends an
-    assistant message holding :data:`TOOL_CALL_PREFILL`; otherwise (after tool results)
-    drops the tools so the model answers in text. ``"auto"`` keeps the tools with
-    ``tool_choice: "auto"``; ``"off"`` drops them. ``request`` itself is not changed.
-    """
-    options: dict[str, Any] = {"temperature": 0}
-    if not request.tools:
-        return request, options
-    if tool_mode == "off":
-        return request.model_copy(update={"tools": ()}), options
-    if tool_mode == "auto":
-        options["tool_choice"] = "auto"
-        return request, options
-    last_role = getattr(request.messages[-1], "role", None) if request.messages else None
-    if last_role != "user":
-        return request.model_copy(update={"tools": ()}), options
-    options["tool_choice"] = "required"
-    prefill = AssistantMessage(content=(TextContent(text=TOOL_CALL_PREFILL),))
-    return request.model_copy(update={"messages": (*request.messages, prefill)}), options
-
-
-async def _dedupe_tool_calls(events: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEvent]:
-    """Drop tool calls whose name and arguments repeat an earlier call of the reply.
-
-    A call's events are held back until its :class:`ToolCallEnd`; a call still open when
-    the stream ends is released as it is (the kernel treats it as incomplete).
-    """
-    seen: set[tuple[str, str]] = set()
-    pending: dict[str, tuple[str, list[StreamEvent], list[str]]] = {}
-    async for event in events:
-        if isinstance(event, ToolCallStart):
-            pending[event.id] = (event.name, [event], [])
-        elif isinstance(event, ToolCallDelta) and event.id in pending:
-            pending[event.id][1].append(event)
-            pending[event.id][2].append(event.arguments_json_fragment)
-        elif isinstance(event, ToolCallEnd) and event.id in pending:
-            name, held, fragments = pending.pop(event.id)
-            key = (name, _canonical_json("".join(fragments)))
-            if key in seen:
-                continue
-            seen.add(key)
-            for item in held:
-                yield item
-            yield event
-        else:
-            yield event
-    for _name, held, _fragments in pending.values():
-        for item in held:
-            yield item
-
-
-def _canonical_json(text: str) -> str:
-    try:
-        return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
-    except ValueError:
-        return text
 
 
 class LocalProvider:
@@ -220,7 +149,7 @@ class LocalProvider:
         self.timeout = timeout
         self.request_timeout_s = request_timeout_s
         self.verbosity = verbosity
-        self._delegates: dict[tuple[str, str, tuple[tuple[str, Any], ...]], OpenAIProvider] = {}
+        self._delegates: dict[tuple[str, str, str], OpenAIProvider] = {}
         self.models: dict[str, Model] = {
             LOCAL_MODEL_ID: Model(
                 provider=name,
@@ -247,6 +176,18 @@ class LocalProvider:
         :meth:`stream` does when nothing is installed."""
         await self.server().astart()
 
+    def tool_support(self, model: Model) -> str | None:
+        """``None`` when requests carry the agent's tools to the model; otherwise why not
+        and how to change it (the command line prints it when tools are installed)."""
+        if self.tool_mode != "off":
+            return None
+        return (
+            f'{self.name}:{model.id} does not see the tools (tool_mode is "off": a 135M '
+            "model cannot choose tools); to force one constrained tool call per prompt set "
+            '[providers.local] options = {tool_mode = "force_first"} in the config file, '
+            "or run a model that calls tools (--model openai:... or anthropic:...)"
+        )
+
     def server(self) -> LocalServer:
         """The shared server for this provider's configuration (not started here)."""
         return shared_server(
@@ -263,8 +204,9 @@ class LocalProvider:
         """Stream the reply from the local server (started on first use).
 
         Raises :class:`LocalModelMissing` when nothing is installed; otherwise the
-        OpenAI-compatible provider's events and errors pass through, minus repeated
-        tool calls when ``dedupe_tool_calls`` is set.
+        OpenAI-compatible provider's events and errors pass through, a forced call
+        turned into tool-call events, minus repeated tool calls when
+        ``dedupe_tool_calls`` is set, stopped early by the repetition guard.
         """
         if request.model.id not in self.models:
             served = ", ".join(f"{self.name}:{name}" for name in self.models)
@@ -274,24 +216,18 @@ class LocalProvider:
         server = self.server()
         base_url = await server.astart()
         prepared, options = prepare_request(request, self.tool_mode)
-        key = (base_url, server.api_key, tuple(sorted(options.items())))
-        delegate = self._delegates.get(key)
-        if delegate is None:  # one per server and set of options: they keep connections
-            delegate = self._delegates[key] = OpenAIProvider(
-                f"{base_url}/v1",
-                server.api_key,
-                name=self.name,
-                options=options,
-                timeout=self.timeout,
-                request_timeout_s=self.request_timeout_s,
-                models=self.models,
-            )
-        stream: AsyncIterator[StreamEvent] = delegate.stream(prepared, signal)
+        stream = self._delegate(base_url, server.api_key, options).stream(prepared, signal)
         layers = [stream]
-        if self.dedupe_tool_calls:
-            layers.append(_dedupe_tool_calls(layers[-1]))
+        if "json_schema" in options:  # a forced call, constrained (see local_tools)
+            loose = {**options, "json_schema": tool_call_schema(prepared.tools, loose=True)}
+            delegate = self._delegate(base_url, server.api_key, loose)
+            layers.append(_or_else(stream, lambda: delegate.stream(prepared, signal)))
         if self.repetition_guard:
             layers.append(stop_repetition(layers[-1], RepetitionGuard()))
+        if "json_schema" in options:
+            layers.append(as_tool_call(layers[-1]))
+        if self.dedupe_tool_calls:
+            layers.append(dedupe_tool_calls(layers[-1]))
         try:
             async for event in layers[-1]:
                 yield event
@@ -302,3 +238,48 @@ class LocalProvider:
                 aclose = getattr(iterator, "aclose", None)
                 if aclose is not None:
                     await aclose()
+
+    def _delegate(self, base_url: str, api_key: str, options: dict[str, Any]) -> OpenAIProvider:
+        """The OpenAI-compatible client for this server and these body options (one per
+        set of options: each keeps its connections)."""
+        key = (base_url, api_key, json.dumps(options, sort_keys=True))
+        delegate = self._delegates.get(key)
+        if delegate is None:
+            delegate = self._delegates[key] = OpenAIProvider(
+                f"{base_url}/v1",
+                api_key,
+                name=self.name,
+                options=options,
+                timeout=self.timeout,
+                request_timeout_s=self.request_timeout_s,
+                models=self.models,
+            )
+        return delegate
+
+
+async def _or_else(
+    primary: AsyncIterator[StreamEvent], fallback: Callable[[], AsyncIterator[StreamEvent]]
+) -> AsyncIterator[StreamEvent]:
+    """``primary``'s events; if it is refused with HTTP 400 before its first event (the
+    server could not compile a tool's schema into a grammar), ``fallback()``'s."""
+    try:
+        try:
+            first = await anext(primary)
+        except StopAsyncIteration:
+            return
+        except ProviderError as error:
+            if error.status_code != 400:
+                raise
+            log.warning("local_tool_schema_refused", error=str(error))
+            replacement = fallback()
+            try:
+                async for event in replacement:
+                    yield event
+            finally:
+                await replacement.aclose()  # type: ignore[attr-defined]
+            return
+        yield first
+        async for event in primary:
+            yield event
+    finally:
+        await primary.aclose()  # type: ignore[attr-defined]
