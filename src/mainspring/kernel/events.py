@@ -110,36 +110,38 @@ class MessageStart(_Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MessageUpdate(_Event):
+class _MessageUpdateFields(_Event):
+    type: ClassVar[str] = "message_update"
+    message: Any
+    delta: Any
+
+
+_stored_message: Any = _MessageUpdateFields.__dict__["message"]
+"""The slot that holds a ``message_update``'s message, built or not yet built."""
+
+
+class MessageUpdate(_MessageUpdateFields):
     """An assistant message grew by ``delta``; ``message`` is the partial message.
 
     The kernel builds ``message`` the first time it is read (most listeners look only at
     ``delta``); it is the same value whenever and however often it is read.
     """
 
-    type: ClassVar[str] = "message_update"
-    message: AssistantMessage
-    delta: Any
+    __slots__ = ()
 
-
-def _lazy_field(cls: type[Any], name: str) -> Any:
-    """Turn field ``name`` of slotted ``cls`` into a property that builds a
-    :class:`~mainspring.kernel.stream.PartialMessage` on first read; return its slot."""
-    slot = cls.__dict__[name]
-
-    def read(self: Any) -> Any:
-        value = slot.__get__(self, cls)
+    @property
+    def message(self) -> AssistantMessage:
+        """The partial assistant message, built on first read and kept."""
+        value = _stored_message.__get__(self, MessageUpdate)
         if type(value) is PartialMessage:
             value = value.build()
-            slot.__set__(self, value)
-        return value
+            _stored_message.__set__(self, value)
+        return value  # type: ignore[no-any-return]
 
-    setattr(cls, name, property(read, slot.__set__, doc=slot.__doc__))
-    _lazy_slots[cls, name] = slot
-    return slot
-
-
-_lazy_slots: dict[tuple[type[Any], str], Any] = {}
+    @message.setter
+    def message(self, value: Any) -> None:
+        # only the dataclass __init__ gets here: assignment is refused by __setattr__
+        _stored_message.__set__(self, value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -292,20 +294,15 @@ Event: TypeAlias = (
 )
 
 
-_message_update_slot = _lazy_field(MessageUpdate, "message")
-
 _Builder: TypeAlias = Callable[[int, str, "int | None", dict[str, Any]], Any]
 
 
-def _slot(cls: type[Any], name: str) -> Any:
-    for klass in cls.__mro__:
-        # a field made lazy is a property now: its value lives in the original slot
-        lazy = _lazy_slots.get((klass, name))
-        if lazy is not None:
-            return lazy
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    raise AttributeError(name)  # pragma: no cover - every field of a slotted class has one
+def _setter(cls: type[Any], name: str) -> Any:
+    """The ``__set__`` of field ``name``'s slot in event class ``cls`` (for
+    ``message_update``'s message, its slot, not the property in front of it)."""
+    if cls is MessageUpdate and name == "message":
+        return _stored_message.__set__
+    return getattr(cls, name).__set__
 
 
 def _builder(cls: type[Any]) -> _Builder:
@@ -316,14 +313,14 @@ def _builder(cls: type[Any]) -> _Builder:
     already of the right types. A missing required field raises ``KeyError``.
     """
     fields = dataclasses.fields(cls)
-    set_seq, set_run_id, set_turn = (_slot(cls, name).__set__ for name in ("seq", "run_id", "turn"))
+    set_seq, set_run_id, set_turn = (_setter(cls, name) for name in ("seq", "run_id", "turn"))
     required = tuple(
-        (f.name, _slot(cls, f.name).__set__)
+        (f.name, _setter(cls, f.name))
         for f in fields[3:]
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
     )
     optional = tuple(
-        (f.name, _slot(cls, f.name).__set__, f.default)
+        (f.name, _setter(cls, f.name), f.default)
         for f in fields[3:]
         if f.default is not dataclasses.MISSING
     )
@@ -372,14 +369,14 @@ def message_update(
     _update_seq(event, seq)
     _update_run_id(event, run_id)
     _update_turn(event, turn)
-    _message_update_slot.__set__(event, message)
+    _stored_message.__set__(event, message)
     _update_delta(event, delta)
     return event
 
 
 _new = object.__new__
 _update_seq, _update_run_id, _update_turn, _update_delta = (
-    _slot(MessageUpdate, name).__set__ for name in ("seq", "run_id", "turn", "delta")
+    _setter(MessageUpdate, name) for name in ("seq", "run_id", "turn", "delta")
 )
 
 
