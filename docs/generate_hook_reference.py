@@ -1,4 +1,5 @@
-"""Regenerate docs/hooks.md from the hookspec docstrings.
+"""Regenerate docs/hooks.md from the hookspec docstrings and the examples in
+docs/hook_examples.py.
 
 Run ``python docs/generate_hook_reference.py``.
 
@@ -7,10 +8,13 @@ The test suite checks that the committed file is up to date.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import inspect
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from mainspring import hookspecs
 
@@ -20,7 +24,10 @@ Generated from `src/mainspring/hookspecs.py` by `docs/generate_hook_reference.py
 edit by hand. Implement a hook with a function of the same name decorated with
 `@mainspring.hookimpl`, accepting only the parameters you need. Run-time hooks may be
 `def` or `async def`; `count_tokens`, `register_tools` and `register_providers` must be
-plain `def`.
+plain `def`. Each hook ends with an example (from `docs/hook_examples.py`, which the test
+suite runs); the examples import from `mainspring`:
+`from mainspring import hookimpl, Approval, Ask, Block, CompactionResult, TextContent,
+ToolResult, UserMessage, tool`.
 
 """
 
@@ -65,8 +72,32 @@ def markdown(doc: str) -> str:
     return _LITERAL.sub(r"`\1`", _ROLE.sub(_role_target, doc))
 
 
+def examples() -> ModuleType:
+    """``docs/hook_examples.py``, loaded from its file."""
+    path = Path(__file__).with_name("hook_examples.py")
+    spec = importlib.util.spec_from_file_location("hook_examples", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def top_level_sources(path: Path) -> dict[str, str]:
+    """The source of each top-level function and class of ``path``, decorators included."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    found = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            found[node.name] = "\n".join(lines[first - 1 : node.end_lineno])
+    return found
+
+
 def render() -> str:
     """The reference as Markdown."""
+    shown = examples()
+    sources = top_level_sources(Path(shown.__file__ or ""))
     missing = (hookspecs.SYNC_HOOKS | hookspecs.ASYNC_HOOKS) - set(ORDER)
     if missing:
         raise SystemExit(f"add {', '.join(sorted(missing))} to ORDER in {__file__}")
@@ -76,7 +107,12 @@ def render() -> str:
         signature = str(inspect.signature(function)).replace("'", "")
         kind = "sync" if name in hookspecs.SYNC_HOOKS else "sync or async"
         doc = markdown(inspect.cleandoc(function.__doc__ or ""))
-        parts.append(f"## `{name}`\n\n```python\n{name}{signature}\n```\n\n*{kind}*\n\n{doc}\n\n")
+        pieces = [*shown.SHOWN_WITH.get(name, ()), name]
+        example = "\n\n\n".join(sources[piece] for piece in pieces)
+        parts.append(
+            f"## `{name}`\n\n```python\n{name}{signature}\n```\n\n*{kind}*\n\n{doc}\n\n"
+            f"**Example:**\n\n```python\n{example}\n```\n\n"
+        )
     return "".join(parts).rstrip() + "\n"
 
 
