@@ -76,7 +76,7 @@ async def compact(messages: tuple[Any, ...], reason: str) -> CompactionResult | 
 
 @hookimpl
 async def before_tool_call(call: Any, args: Any, tool: Any) -> Block | Ask | None:
-    """Refuse ``rm -rf`` in shell commands; ask a person before anything with ``sudo``."""
+    """Refuse "rm -rf" in shell commands; ask a person before anything with "sudo"."""
     if call.name != "shell":
         return None
     command = args.command if hasattr(args, "command") else args.get("command", "")
@@ -146,12 +146,12 @@ def word_count(text: str) -> int:
 
 @hookimpl
 def register_tools(agent: Any) -> list[Any]:
-    """Give every agent the ``word_count`` tool."""
+    """Give every agent the word_count tool."""
     return [word_count]
 
 
 class EchoProvider:
-    """A provider that answers with the last user message (``echo:any-id``)."""
+    """A provider that answers with the last user message ("echo:any-id")."""
 
     name = "echo"
 
@@ -163,5 +163,5 @@ class EchoProvider:
 
 @hookimpl
 def register_providers(agent: Any) -> list[Any]:
-    """Make ``"echo:…"`` model strings resolve to the echo provider."""
+    """Make "echo:…" model strings resolve to the echo provider."""
     return [EchoProvider()]
