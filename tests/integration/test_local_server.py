@@ -188,43 +188,46 @@ async def test_the_model_answers_in_text_after_tool_results() -> None:
     assert done.stop_reason in ("stop", "length")
 
 
-async def test_the_template_renders_the_whole_tool_exchange() -> None:
-    server = _provider().server()
-    base_url = await server.astart()
-    body = {
-        "messages": [
-            {"role": "system", "content": "Be brief."},
-            {"role": "user", "content": "Weather?"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "a",
-                        "type": "function",
-                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-                    },
-                    {
-                        "id": "b",
-                        "type": "function",
-                        "function": {"name": "get_time", "arguments": "{}"},
-                    },
-                ],
-            },
-            {"role": "tool", "tool_call_id": "a", "content": "Sunny"},
-            {"role": "tool", "tool_call_id": "b", "content": "noon"},
-        ],
-        "tools": [
-            {
-                "type": "function",
-                "function": {
-                    "name": "get_weather",
-                    "description": "Weather.",
-                    "parameters": {"type": "object"},
+_EXCHANGE: dict[str, Any] = {
+    "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "a",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
                 },
-            }
-        ],
-    }
+                {
+                    "id": "b",
+                    "type": "function",
+                    "function": {"name": "get_time", "arguments": "{}"},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "a", "content": "Sunny"},
+        {"role": "tool", "tool_call_id": "b", "content": "noon"},
+    ],
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Weather.",
+                "parameters": {"type": "object"},
+            },
+        }
+    ],
+}
+
+
+async def _rendered(provider: LocalProvider, body: dict[str, Any]) -> str:
+    """The prompt the provider's server renders for ``body`` (its /apply-template)."""
+    server = provider.server()
+    base_url = await server.astart()
     async with httpx.AsyncClient(timeout=30) as client:
         response = await client.post(
             f"{base_url}/apply-template",
@@ -233,6 +236,12 @@ async def test_the_template_renders_the_whole_tool_exchange() -> None:
         )
     response.raise_for_status()
     prompt = response.json()["prompt"]
+    assert isinstance(prompt, str)
+    return prompt
+
+
+async def test_the_template_renders_the_whole_tool_exchange() -> None:
+    prompt = await _rendered(_provider(), _EXCHANGE)
     assert prompt == (
         "<|im_start|>system\nBe brief.\n\n# Tools\n\nYou can call these functions. Their "
         "signatures are inside <tools></tools>:\n<tools>\n"
@@ -249,6 +258,31 @@ async def test_the_template_renders_the_whole_tool_exchange() -> None:
         "The tool get_time returned:\nnoon<|im_end|>\n"
         "<|im_start|>assistant\n"
     )
+
+
+async def test_the_gemma_turn_format_renders_the_same_exchange_in_gemma_turns() -> None:
+    # Rendered by the same model file: the template is what is checked here.
+    prompt = await _rendered(_provider(turn_format="gemma"), _EXCHANGE)
+    assert prompt == (
+        "<start_of_turn>user\nBe brief.\n\n# Tools\n\nYou can call these functions. Their "
+        "signatures are inside <tools></tools>:\n<tools>\n"
+        '{"type": "function", "function": {"name": "get_weather", "description": '
+        '"Weather.", "parameters": {"type": "object"}}}\n</tools>\n\n'
+        "To call a function, reply with a JSON object holding its name and arguments "
+        "inside <tool_call></tool_call> tags:\n<tool_call>\n"
+        '{"name": "function-name", "arguments": {"arg": "value"}}\n</tool_call>\n\n'
+        "Weather?<end_of_turn>\n"
+        "<start_of_turn>model\n"
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call><end_of_turn>\n'
+        "<start_of_turn>user\nThe tool get_weather returned:\nSunny\n\n"
+        "The tool get_time returned:\nnoon<end_of_turn>\n"
+        "<start_of_turn>model\n"
+    )
+    no_system = await _rendered(
+        _provider(turn_format="gemma"), {"messages": [{"role": "user", "content": "Hi"}]}
+    )
+    assert no_system == "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n"
 
 
 async def test_the_server_requires_its_api_key() -> None:

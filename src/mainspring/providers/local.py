@@ -14,7 +14,8 @@ Tool calls. The ``tool_mode`` option decides what the model sees of the agent's 
 - ``"force_first"``: when the request has tools and its last message is a user message,
   one call is forced with constrained decoding (:mod:`.local_tools`: well-formed, a real
   tool, schema-valid arguments); after tool results the request is sent *without*
-  tools, so the model answers in text and the run ends. Each user prompt thus gets
+  tools, the exchange told in words (:func:`~.local_tools.exchanges_as_text`), so the
+  model answers in text and the run ends. Each user prompt thus gets
   exactly one tool call followed by an answer.
 - ``"auto"``: tools are sent as they are with ``tool_choice: "auto"`` (this model then
   practically never calls one).
@@ -25,6 +26,12 @@ Choose the mode with ``Settings(providers={"local": {"options": {"tool_mode": ..
 In ``"auto"`` mode the model sometimes repeats the same call in one reply; with
 ``dedupe_tool_calls`` (the default) a call whose name and arguments equal an earlier call
 of the same reply is dropped. Sampling is greedy (temperature 0), so replies are deterministic.
+
+Other models. ``model_file`` serves another GGUF file under ``model_id``, its prompts
+rendered in ``turn_format`` (ChatML or Gemma turns, :mod:`.local_templates`). SmolLM2
+stays the default: against Gemma 3 270M, the other small model the package registries
+ship, it chose the right tool as often, gave the right arguments more often, in little
+more than half the time (``python -m bench.local_models``; ``bench/README.md``).
 
 Loops. Greedy decoding makes a 135M model loop on some prompts (a path repeated until
 the 1,024-token cap, minutes on a CPU). With ``repetition_guard`` (the default) the reply
@@ -64,6 +71,7 @@ from .local_server import (
     shared_server,
     stop_shared_servers,
 )
+from .local_templates import CHATML, TURN_FORMATS, TurnFormat
 from .local_tools import (
     ToolMode,
     as_tool_call,
@@ -108,7 +116,9 @@ class LocalProvider:
 
     Nothing happens at construction: the first :meth:`stream` starts (or reuses) the
     process-wide server and raises :class:`LocalModelMissing` if the runtime or model
-    is not installed. ``model_file`` overrides the installed model; ``tool_mode``,
+    is not installed. ``model_file`` overrides the installed model, ``model_id`` names
+    what is served (``local:ID``) and ``turn_format`` is that model's turn markers
+    (``"chatml"`` or ``"gemma"``, see :mod:`.local_templates`); ``tool_mode``,
     ``dedupe_tool_calls`` and ``repetition_guard`` are described in the module docs;
     ``timeout`` (per phase) and ``request_timeout_s`` (the whole request) are passed to
     the OpenAI-compatible client; ``verbosity`` is the server's log level (see
@@ -127,6 +137,7 @@ class LocalProvider:
         *,
         name: str = "local",
         model_file: str | os.PathLike[str] | None = None,
+        model_id: str = LOCAL_MODEL_ID,
         context_window: int = CONTEXT_WINDOW,
         max_output_tokens: int = MAX_OUTPUT_TOKENS,
         threads: int | None = None,
@@ -137,8 +148,10 @@ class LocalProvider:
         timeout: TimeoutSpec = None,
         request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
         verbosity: int = 0,
+        turn_format: str | TurnFormat = CHATML,
     ) -> None:
         self.name = name
+        self.turn_format = _turn_format(turn_format)
         self.model_file = model_file
         self.context_window = context_window
         self.threads = threads
@@ -151,9 +164,9 @@ class LocalProvider:
         self.verbosity = verbosity
         self._delegates: dict[tuple[str, str, str], OpenAIProvider] = {}
         self.models: dict[str, Model] = {
-            LOCAL_MODEL_ID: Model(
+            model_id: Model(
                 provider=name,
-                id=LOCAL_MODEL_ID,
+                id=model_id,
                 context_window=context_window,
                 max_output_tokens=max_output_tokens,
             )
@@ -168,7 +181,7 @@ class LocalProvider:
     @property
     def default_model(self) -> Model:
         """The model this provider serves."""
-        return self.models[LOCAL_MODEL_ID]
+        return next(iter(self.models.values()))
 
     async def warm_up(self, model: Model) -> None:
         """Start the shared server (loading the model) unless it runs: a UI calls this
@@ -182,8 +195,8 @@ class LocalProvider:
         if self.tool_mode != "off":
             return None
         return (
-            f'{self.name}:{model.id} does not see the tools (tool_mode is "off": a 135M '
-            "model cannot choose tools); to force one constrained tool call per prompt set "
+            f'{self.name}:{model.id} does not see the tools (tool_mode is "off": a model '
+            "this small cannot choose tools); to force one constrained tool call per prompt set "
             '[providers.local] options = {tool_mode = "force_first"} in the config file, '
             "or run a model that calls tools (--model openai:... or anthropic:...)"
         )
@@ -196,6 +209,7 @@ class LocalProvider:
             threads=self.threads,
             start_timeout=self.start_timeout,
             verbosity=self.verbosity,
+            turn_format=self.turn_format,
         )
 
     async def stream(
@@ -255,6 +269,16 @@ class LocalProvider:
                 models=self.models,
             )
         return delegate
+
+
+def _turn_format(value: str | TurnFormat) -> TurnFormat:
+    if isinstance(value, TurnFormat):
+        return value
+    try:
+        return TURN_FORMATS[value]
+    except KeyError:
+        known = ", ".join(repr(name) for name in TURN_FORMATS)
+        raise ValueError(f"unknown turn_format {value!r}; known: {known}") from None
 
 
 async def _or_else(

@@ -4,9 +4,9 @@ It runs llama.cpp's HTTP server *in this process* (the prebuilt ``xllamacpp`` wh
 bound to a free loopback port and protected by a random per-process API key. A server is
 started lazily by the first request (thread-safe; the blocking start runs in a worker
 thread so the event loop keeps running), waited for until ``/health`` answers, and
-stopped at interpreter exit. It uses :data:`CHAT_TEMPLATE`, a ChatML template that
-renders tools (SmolLM2's own template ignores them), so llama.cpp parses
-``<tool_call>{json}</tool_call>`` output into OpenAI ``tool_calls``.
+stopped at interpreter exit. It renders prompts with :mod:`.local_templates`' tool-aware
+template in the model's turn format (:data:`CHAT_TEMPLATE`, ChatML, by default), so
+llama.cpp parses ``<tool_call>{json}</tool_call>`` output into OpenAI ``tool_calls``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import httpx
 
 from .base import ProviderError
 from .local_install import LocalModelMissing, model_path, runtime_installed
+from .local_templates import CHATML, TurnFormat, chat_template
 
 __all__ = [
     "CHAT_TEMPLATE",
@@ -47,80 +48,9 @@ DEFAULT_START_TIMEOUT = 60.0
 """Seconds to wait for the server to load the model and answer ``/health``."""
 
 
-CHAT_TEMPLATE = r"""{#- ChatML for SmolLM2 with tools: specs in the system turn, calls as
-    <tool_call> JSON, results as a user turn naming the tool. -#}
-{%- if messages and messages[0]['role'] == 'system' -%}
-  {%- set system_text = messages[0]['content'] -%}
-  {%- set turns = messages[1:] -%}
-{%- else -%}
-  {%- set system_text = 'You are a helpful AI assistant named SmolLM, trained by Hugging Face' -%}
-  {%- set turns = messages -%}
-{%- endif -%}
-{{- '<|im_start|>system\n' + system_text -}}
-{%- if tools -%}
-  {{- '\n\n# Tools\n\nYou can call these functions. ' -}}
-  {{- 'Their signatures are inside <tools></tools>:\n<tools>' -}}
-  {%- for tool in tools -%}
-    {{- '\n' + (tool | tojson) -}}
-  {%- endfor -%}
-  {{- '\n</tools>\n\nTo call a function, reply with a JSON object holding its name and ' -}}
-  {{- 'arguments inside <tool_call></tool_call> tags:\n<tool_call>\n' -}}
-  {{- '{"name": "function-name", "arguments": {"arg": "value"}}\n</tool_call>' -}}
-{%- endif -%}
-{{- '<|im_end|>\n' -}}
-{%- for message in turns -%}
-  {%- if message['role'] == 'assistant' -%}
-    {{- '<|im_start|>assistant\n' -}}
-    {%- if message['content'] -%}{{- message['content'] -}}{%- endif -%}
-    {%- if message['tool_calls'] -%}
-      {%- for call in message['tool_calls'] -%}
-        {%- set fn = call['function'] if call['function'] is defined else call -%}
-        {%- if message['content'] or not loop.first -%}{{- '\n' -}}{%- endif -%}
-        {{- '<tool_call>\n{"name": ' + (fn['name'] | tojson) + ', "arguments": ' -}}
-        {%- if fn['arguments'] is string -%}
-          {{- fn['arguments'] -}}
-        {%- else -%}
-          {{- fn['arguments'] | tojson -}}
-        {%- endif -%}
-        {{- '}\n</tool_call>' -}}
-      {%- endfor -%}
-    {%- endif -%}
-    {{- '<|im_end|>\n' -}}
-  {%- elif message['role'] == 'tool' -%}
-    {%- set ns = namespace(name='') -%}
-    {%- for earlier in turns -%}
-      {%- if earlier['role'] == 'assistant' and earlier['tool_calls'] -%}
-        {%- for call in earlier['tool_calls'] -%}
-          {%- if call['id'] is defined and call['id'] == message['tool_call_id'] -%}
-            {%- set ns.name = call['function']['name'] -%}
-          {%- endif -%}
-        {%- endfor -%}
-      {%- endif -%}
-    {%- endfor -%}
-    {%- if loop.first or turns[loop.index0 - 1]['role'] != 'tool' -%}
-      {{- '<|im_start|>user\n' -}}
-    {%- else -%}
-      {{- '\n\n' -}}
-    {%- endif -%}
-    {{- ('The tool ' + ns.name + ' returned:\n') if ns.name else 'The tool returned:\n' -}}
-    {{- message['content'] -}}
-    {%- if loop.last or turns[loop.index0 + 1]['role'] != 'tool' -%}
-      {{- '<|im_end|>\n' -}}
-    {%- endif -%}
-  {%- else -%}
-    {{- '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' -}}
-  {%- endif -%}
-{%- endfor -%}
-{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\n' -}}{%- endif -%}
-"""
-"""The tool-capable ChatML template the server renders prompts with.
-
-Tool specs go into the system turn inside ``<tools>``; an assistant tool call is
-``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>``; consecutive tool
-results become one user turn, each introduced by ``The tool NAME returned:`` (the 135M
-model answers from that form better than from Hermes' ``<tool_response>`` tags). Without a
-system message SmolLM2's own default system prompt is used.
-"""
+CHAT_TEMPLATE = chat_template(CHATML)
+"""The default template: :mod:`.local_templates`' tool-aware layout in ChatML (SmolLM2's
+turn format). Without a system message SmolLM2's own default system prompt is used."""
 
 
 def _default_threads() -> int:
@@ -133,6 +63,7 @@ class _ServerConfig:
     context_window: int
     threads: int
     verbosity: int
+    turn_format: TurnFormat
 
 
 class LocalServer:
@@ -143,7 +74,8 @@ class LocalServer:
     token, so other local programs and web pages cannot use it). :meth:`stop` shuts it
     down; a server inherited through ``fork`` is never reused by the child.
     ``verbosity`` is llama.cpp's log level on stderr: 0 (default) is silent, 1 logs
-    errors, 3 logs everything.
+    errors, 3 logs everything. ``turn_format`` is the model's turn markers (the
+    template is :func:`~.local_templates.chat_template` of it).
     """
 
     def __init__(
@@ -154,12 +86,14 @@ class LocalServer:
         threads: int | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         verbosity: int = 0,
+        turn_format: TurnFormat = CHATML,
     ) -> None:
         self._model_file = Path(model_file) if model_file is not None else None
         self.context_window = context_window
         self.threads = threads if threads is not None else _default_threads()
         self.start_timeout = start_timeout
         self.verbosity = verbosity
+        self.turn_format = turn_format
         self.api_key = secrets.token_urlsafe(24)
         self._lock = threading.Lock()
         self._server: Any = None
@@ -192,9 +126,7 @@ class LocalServer:
             self._address = None
             model_file = self._model_file or model_path()
             _check_gguf(model_file)
-            server = _start_xllamacpp(
-                model_file, self.context_window, self.threads, self.api_key, self.verbosity
-            )
+            server = _start_xllamacpp(model_file, self)
             address = str(server.listening_address).rstrip("/")
             try:
                 _wait_healthy(address, self.start_timeout)
@@ -236,9 +168,7 @@ def _check_gguf(model_file: Path) -> None:
         raise ProviderError(f"the local model file {model_file} is not a GGUF file")
 
 
-def _start_xllamacpp(
-    model_file: Path, context_window: int, threads: int, api_key: str, verbosity: int
-) -> Any:
+def _start_xllamacpp(model_file: Path, config: LocalServer) -> Any:
     if not runtime_installed():
         raise LocalModelMissing("the xllamacpp runtime is not installed")
     xllamacpp: Any = importlib.import_module("xllamacpp")
@@ -247,18 +177,18 @@ def _start_xllamacpp(
     params.model_alias = {LOCAL_MODEL_ID}
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # the OS picks a free port; listening_address reports it
-    params.api_keys = [api_key]
-    params.n_ctx = context_window
+    params.api_keys = [config.api_key]
+    params.n_ctx = config.context_window
     params.n_parallel = 1
-    params.cpuparams.n_threads = threads
-    params.cpuparams_batch.n_threads = threads
+    params.cpuparams.n_threads = config.threads
+    params.cpuparams_batch.n_threads = config.threads
     params.use_jinja = True
-    params.chat_template = CHAT_TEMPLATE
+    params.chat_template = chat_template(config.turn_format)
     params.prefill_assistant = True
     params.warmup = False
     params.ui = False
     params.cache_ram_mib = 256
-    params.verbosity = verbosity
+    params.verbosity = config.verbosity
     try:
         return xllamacpp.Server(params)
     except RuntimeError as error:
@@ -302,6 +232,7 @@ def shared_server(
     threads: int | None = None,
     start_timeout: float = DEFAULT_START_TIMEOUT,
     verbosity: int = 0,
+    turn_format: TurnFormat = CHATML,
 ) -> LocalServer:
     """The process-wide (not yet necessarily started) server for this configuration.
 
@@ -309,7 +240,9 @@ def shared_server(
     :class:`LocalModelMissing` here). Every server made here is stopped at exit.
     """
     path = Path(model_file).resolve() if model_file is not None else model_path()
-    config = _ServerConfig(path, context_window, threads or _default_threads(), verbosity)
+    config = _ServerConfig(
+        path, context_window, threads or _default_threads(), verbosity, turn_format
+    )
     with _servers_lock:
         server = _servers.get(config)
         if server is None:
@@ -319,6 +252,7 @@ def shared_server(
                 threads=config.threads,
                 start_timeout=start_timeout,
                 verbosity=verbosity,
+                turn_format=turn_format,
             )
             _servers[config] = server
         return server
