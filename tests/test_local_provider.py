@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mainspring.messages import AssistantMessage, TextContent, ToolResultMessage, UserMessage
+from mainspring.messages import UserMessage
 from mainspring.providers import local, local_install, local_tools
 from mainspring.providers.base import (
     Model,
@@ -350,18 +350,6 @@ async def _then_done(
     async for event in events:
         yield event
     yield StreamDone(stop_reason=stop_reason, response_id=response_id)
-
-
-def test_force_first_answers_in_text_after_tool_results() -> None:
-    call_reply = AssistantMessage(content=())
-    result = ToolResultMessage(
-        tool_call_id="c1", tool_name="get_weather", content=(TextContent(text="Sunny"),)
-    )
-    request = _request(UserMessage(content="weather?"), call_reply, result)
-    prepared, options = prepare_request(request, "force_first")
-    assert prepared.tools == ()
-    assert prepared.messages == request.messages
-    assert options == {"temperature": 0}
 
 
 def test_auto_mode_passes_tools_through() -> None:

