@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from mainspring import Agent, tool
 from mainspring.messages import AssistantMessage, ToolCall
@@ -207,13 +207,24 @@ def _assembled_gemma() -> Path | None:
     return Path(package.assemble())
 
 
+def _modes(text: str) -> list[ToolMode]:
+    modes: list[ToolMode] = []
+    for name in text.split(","):
+        if name not in ("force_first", "auto", "off"):
+            raise SystemExit(f"unknown tool mode {name!r}; use force_first, auto or off")
+        modes.append(cast(ToolMode, name))
+    return modes
+
+
 async def _main(args: argparse.Namespace) -> None:
     candidates, missing = _candidates(args.gemma)
     for line in missing:
         print(f"not measured: {line}")
     rows = []
     for candidate in candidates:
-        for mode in ("force_first", "auto"):
+        if args.model and args.model.lower() not in candidate.model_id:
+            continue
+        for mode in _modes(args.modes):
             if args.verbose:
                 print(f"{candidate.name}, {mode}:", flush=True)
             score = await _score(candidate, mode, args.threads, args.verbose)
@@ -238,6 +249,8 @@ def main(argv: list[str] | None = None) -> None:
     """Parse the command line and print the comparison table."""
     parser = argparse.ArgumentParser(prog="python -m bench.local_models", description=__doc__)
     parser.add_argument("--gemma", metavar="FILE", help="the Gemma 3 270M .gguf file")
+    parser.add_argument("--model", help="only the candidate whose id contains this")
+    parser.add_argument("--modes", default="force_first,auto", help="tool modes, comma-separated")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for llama.cpp")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every task's call")
     asyncio.run(_main(parser.parse_args(argv)))
