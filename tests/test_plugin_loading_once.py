@@ -1,7 +1,8 @@
 """Plugin loading is paid once per process; the plugin set can change after construction.
 
-- The entry-point scan is made once per process and redone when ``sys.path`` or one of
-  its directories changes, or on demand (``rescan_installed_plugins``).
+- The entry-point scan is made once per process and redone when ``sys.path`` changes or
+  a distribution is installed into or removed from one of its directories, or on demand
+  (``rescan_installed_plugins``).
 - A plugin registered or unregistered after the agent was built takes effect on the next
   run: the compiled call plans are rebuilt.
 - An implementation of a hook this kernel does not know loads when it is marked
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 import textwrap
@@ -119,6 +121,37 @@ def test_a_distribution_installed_later_is_found(site: Site, scans: list[str]) -
     assert {"acme-first", "acme-second"} <= installed(
         Agent(model="faux:t", provider=FauxProvider())
     )
+
+
+def test_a_directory_change_that_installs_nothing_costs_no_rescan(
+    site: Site, scans: list[str]
+) -> None:
+    # Importing a plugin module writes its __pycache__ beside it (unless bytecode writing
+    # is off), which changes the directory's time: not a reason to scan again.
+    site.install("acme-once")
+    Agent(model="faux:t", provider=FauxProvider())
+    count = len(scans)
+    (site.root / "__pycache__").mkdir(exist_ok=True)
+    (site.root / "notes.txt").write_text("not a distribution", encoding="utf-8")
+    for _ in range(3):
+        assert "acme-once" in installed(Agent(model="faux:t", provider=FauxProvider()))
+    assert len(scans) == count
+
+
+def test_a_reinstall_of_the_same_version_is_scanned_again(site: Site, scans: list[str]) -> None:
+    site.install("acme-once")
+    Agent(model="faux:t", provider=FauxProvider())
+    count = len(scans)
+    info = site.root / "acme_once-1.0.dist-info"
+    (info / "entry_points.txt").unlink()
+    (info / "METADATA").unlink()
+    info.rmdir()
+    site.install("acme-once")  # the same name, a new directory
+    later = info.stat().st_mtime_ns + 10**9  # a second later: file times may be coarse
+    for changed in (info, site.root):
+        os.utime(changed, ns=(later, later))
+    assert "acme-once" in installed(Agent(model="faux:t", provider=FauxProvider()))
+    assert len(scans) == count + 1
 
 
 def test_a_rescan_on_demand(site: Site, scans: list[str]) -> None:

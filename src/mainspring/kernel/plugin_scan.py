@@ -3,8 +3,9 @@
 :func:`installed` gives the ``mainspring`` entry points by normalised name and
 :func:`manifests` the capability manifests installed distributions declare (the
 ``mainspring.capabilities`` group, see :mod:`~mainspring.kernel.capabilities`). Both come
-from one scan, cached until ``sys.path`` or one of its directories changes, or until
-:func:`rescan_installed_plugins`. Nothing here imports a plugin.
+from one scan, cached until ``sys.path`` changes or a distribution is installed into or
+removed from one of its directories, or until :func:`rescan_installed_plugins`. Nothing
+here imports a plugin.
 """
 
 from __future__ import annotations
@@ -27,8 +28,15 @@ Installed = dict[str, list["EntryPoint"]]
 
 _PathState = tuple[tuple[str, tuple[int, int] | None], ...]
 
+_Distributions = tuple[tuple[str, tuple[tuple[str, int], ...]], ...]
+
 _scan: tuple[_PathState, Installed, dict[str, frozenset[str]]] | None = None
 """The last scan (plugins, their manifests) and the state of ``sys.path`` it was made on."""
+
+_scanned_distributions: _Distributions | None = None
+"""What :func:`_distributions` found when the last scan was made."""
+
+_METADATA_SUFFIXES = (".dist-info", ".egg-info", ".pth", ".egg-link")
 
 
 def _path_state() -> _PathState:
@@ -49,6 +57,30 @@ def _path_state() -> _PathState:
     return tuple(state)
 
 
+def _distributions() -> _Distributions:
+    """What is installed in each ``sys.path`` directory: its metadata entries
+    (``*.dist-info``, ``*.egg-info``, ``*.pth``, ``*.egg-link``) with their modification
+    times, so a reinstall of the same version counts as a change.
+
+    Asked only when :func:`_path_state` changed: a directory's time also changes when
+    something else appears in it (a ``__pycache__`` written by importing a plugin
+    module), which installs nothing and must not cost a rescan.
+    """
+    state: list[tuple[str, tuple[tuple[str, int], ...]]] = []
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as listing:
+                metadata = sorted(
+                    (item.name, item.stat().st_mtime_ns)
+                    for item in listing
+                    if item.name.endswith(_METADATA_SUFFIXES)
+                )
+        except (OSError, ValueError):
+            continue
+        state.append((entry, tuple(metadata)))
+    return tuple(state)
+
+
 def rescan_installed_plugins() -> None:
     """Forget the cached entry-point scan: the next agent looks installed plugins up afresh.
 
@@ -56,8 +88,9 @@ def rescan_installed_plugins() -> None:
     this after changing an installed distribution in place (editing its
     ``entry_points.txt``, say) in a running process.
     """
-    global _scan
+    global _scan, _scanned_distributions
     _scan = None
+    _scanned_distributions = None
     forget_distributions()
 
 
@@ -72,9 +105,13 @@ def manifests() -> dict[str, frozenset[str]]:
 
 
 def _scanned() -> tuple[_PathState, Installed, dict[str, frozenset[str]]]:
-    global _scan
+    global _scan, _scanned_distributions
     state = _path_state()
     if _scan is not None and _scan[0] == state:
+        return _scan
+    distributions = _distributions()
+    if _scan is not None and distributions == _scanned_distributions:
+        _scan = (state, _scan[1], _scan[2])  # a directory changed, nothing was installed
         return _scan
     from importlib_metadata import entry_points  # only when installed plugins are wanted
 
@@ -84,4 +121,5 @@ def _scanned() -> tuple[_PathState, Installed, dict[str, frozenset[str]]]:
         found.setdefault(normalise(ep.name), []).append(ep)
     forget_distributions()
     _scan = (state, found, metadata_manifests(every.select(group=MANIFEST_GROUP)))
+    _scanned_distributions = distributions
     return _scan
