@@ -159,6 +159,47 @@ def test_an_unknown_tool_mode_names_the_key_and_the_allowed_values(
     )
 
 
+def test_an_unknown_turn_format_or_an_empty_model_file_is_named(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[providers.local]\noptions = {turn_format = "llama3"}\n')
+    done = cli(env, "run", "hi")
+    assert done.returncode == 2
+    assert last_line(done) == (
+        f"mainspring: {config}: providers.local.options.turn_format = 'llama3' "
+        "is not allowed; use 'chatml', 'gemma'"
+    )
+
+    config.write_text('[providers.local]\noptions = {model_file = ""}\n')
+    done = cli(env, "run", "hi")
+    assert done.returncode == 2
+    assert last_line(done) == (
+        f"mainspring: {config}: providers.local.options.model_file = '' is not allowed; "
+        "give a path to a .gguf file"
+    )
+
+
+def test_another_local_model_is_configured_by_file_id_and_turn_format(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "config.toml").write_text(
+        "[providers.local]\n"
+        'options = {model_file = "~/models/tiny.gguf", model_id = "tiny", turn_format = "gemma"}\n'
+    )
+    listed = cli(env, "models")
+    assert listed.returncode == 0, listed.stderr
+    assert "local:tiny" in listed.stdout
+    assert "local:smollm2-135m" not in listed.stdout
+    # the default model follows; a model file that is not there is named, and installing
+    # the default model is not offered as the fix
+    ran = cli(env, "run", "hi")
+    assert ran.returncode == 1
+    assert "models/tiny.gguf given as the local provider's model_file does not exist" in ran.stderr
+    assert "~" not in ran.stderr
+    assert "install-model" not in ran.stderr
+
+
 def test_tools_the_local_model_will_not_see_get_a_note() -> None:
     from mainspring import Agent, tool
     from mainspring.cli.checks import unused_tools_note

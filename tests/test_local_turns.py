@@ -177,3 +177,27 @@ def test_auto_mode_keeps_the_exchange_as_calls() -> None:
     request = ModelRequest(model=model, messages=messages, tools=(_TOOL,))
     prepared, _ = prepare_request(request, "auto")
     assert prepared.messages == messages
+
+
+async def test_a_configured_model_file_that_is_missing_is_named_without_install_advice(
+    tmp_path: Any,
+) -> None:
+    from mainspring.providers.base import ProviderError
+    from mainspring.providers.local import LocalModelMissing
+
+    missing = tmp_path / "absent.gguf"
+    provider = LocalProvider(model_file=missing, model_id="absent")
+    with pytest.raises(ProviderError, match="given as the local provider's model_file") as caught:
+        await provider.warm_up(provider.default_model)
+    assert not isinstance(caught.value, LocalModelMissing)
+    assert not caught.value.retryable
+    assert str(missing) in str(caught.value)
+
+
+def test_another_model_file_is_served_under_its_own_id(tmp_path: Any) -> None:
+    provider = LocalProvider(
+        model_file=tmp_path / "gemma.gguf", model_id="gemma-3-270m", turn_format="gemma"
+    )
+    assert set(provider.models) == {"gemma-3-270m"}
+    assert provider.default_model.ref == "local:gemma-3-270m"
+    assert provider.server().turn_format is GEMMA

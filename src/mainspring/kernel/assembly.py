@@ -145,6 +145,14 @@ def collect_tools(hooks: Hooks, agent: Any, plugin_set: PluginSet, given: Iterab
     return tool_set
 
 
+def _builtin_default(providers: dict[str, Provider]) -> str:
+    """:data:`DEFAULT_MODEL`, or the model the ``local`` provider was configured to serve
+    instead (its ``default_model``)."""
+    local = providers.get("local")
+    served = getattr(local, "default_model", None) if local is not None else None
+    return served.ref if isinstance(served, Model) else DEFAULT_MODEL
+
+
 def resolve_model(
     model: str | Model | None,
     providers: dict[str, Provider],
@@ -165,7 +173,7 @@ def resolve_model(
             if isinstance(first, Model):
                 return first
             return Model(provider=override.name, id="default")
-        model = default_model or DEFAULT_MODEL
+        model = default_model or _builtin_default(providers)
     provider_name, sep, model_id = model.partition(":")
     if not sep or not provider_name or not model_id:
         raise ValueError(f'model must look like "provider:model-id", got {model!r}')

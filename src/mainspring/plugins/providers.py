@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from functools import partial
+from pathlib import Path
 from typing import Any, final
 
 from ..hookspecs import hookimpl
+from ..providers.local_templates import TURN_FORMATS
 
 __all__ = ["LazyProvider", "local_options", "register_providers"]
 
@@ -154,6 +156,9 @@ _LOCAL_OPTIONS = frozenset(
         "context_window",
         "max_output_tokens",
         "threads",
+        "model_file",
+        "model_id",
+        "turn_format",
     }
 )
 
@@ -165,7 +170,9 @@ provider's module is imported on first use only)."""
 
 def local_options(settings: Any) -> dict[str, Any]:
     """The local provider's options from ``settings.providers["local"].options``; a
-    ``ValueError`` names an unknown option, or a ``tool_mode`` that is not allowed."""
+    ``ValueError`` names an unknown option, or a ``tool_mode``, ``turn_format``,
+    ``model_file`` or ``model_id`` that is not allowed. ``~`` in ``model_file`` is
+    expanded."""
     config = settings.providers.get("local")
     if config is None:
         return {}
@@ -175,10 +182,24 @@ def local_options(settings: Any) -> dict[str, Any]:
             f"unknown option(s) for the local provider: {', '.join(unknown)}; "
             f"known: {', '.join(sorted(_LOCAL_OPTIONS))}"
         )
-    mode = config.options.get("tool_mode", "off")
-    if mode not in _TOOL_MODES:
+    options = dict(config.options)
+    _check_choice(options, "tool_mode", _TOOL_MODES)
+    _check_choice(options, "turn_format", tuple(TURN_FORMATS))
+    for key in ("model_file", "model_id"):
+        value = options.get(key)
+        if key in options and (not isinstance(value, str) or not value.strip()):
+            raise ValueError(
+                f"providers.local.options.{key} = {value!r} is not allowed; give a "
+                + ("path to a .gguf file" if key == "model_file" else "model id")
+            )
+    if "model_file" in options:
+        options["model_file"] = str(Path(options["model_file"]).expanduser())
+    return options
+
+
+def _check_choice(options: dict[str, Any], key: str, allowed: tuple[str, ...]) -> None:
+    if key in options and options[key] not in allowed:
         raise ValueError(
-            f"providers.local.options.tool_mode = {mode!r} is not allowed; use "
-            + ", ".join(repr(value) for value in _TOOL_MODES)
+            f"providers.local.options.{key} = {options[key]!r} is not allowed; use "
+            + ", ".join(repr(value) for value in allowed)
         )
-    return dict(config.options)

@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 from ..logs import get_logger
@@ -187,7 +188,7 @@ class LocalProvider:
         """Start the shared server (loading the model) unless it runs: a UI calls this
         before the first request to show that the model is loading. Raises as
         :meth:`stream` does when nothing is installed."""
-        await self.server().astart()
+        await self._started()
 
     def tool_support(self, model: Model) -> str | None:
         """``None`` when requests carry the agent's tools to the model; otherwise why not
@@ -212,6 +213,23 @@ class LocalProvider:
             turn_format=self.turn_format,
         )
 
+    async def _started(self) -> tuple[LocalServer, str]:
+        """The shared server, started, and its base URL."""
+        server = self._checked_server()
+        return server, await server.astart()
+
+    def _checked_server(self) -> LocalServer:
+        """:meth:`server`; a ``model_file`` that is not there is a non-retryable error
+        naming it (installing the default model would not help, so
+        :class:`LocalModelMissing`'s advice does not apply)."""
+        if self.model_file is not None and not Path(self.model_file).is_file():
+            raise ProviderError(
+                f"the model file {self.model_file} given as the local provider's model_file "
+                "does not exist",
+                retryable=False,
+            )
+        return self.server()
+
     async def stream(
         self, request: ModelRequest, signal: AbortSignal
     ) -> AsyncIterator[StreamEvent]:
@@ -227,8 +245,7 @@ class LocalProvider:
             raise ProviderError(
                 f"the {self.name} provider does not serve {request.model.id!r}; it serves {served}"
             )
-        server = self.server()
-        base_url = await server.astart()
+        server, base_url = await self._started()
         prepared, options = prepare_request(request, self.tool_mode)
         stream = self._delegate(base_url, server.api_key, options).stream(prepared, signal)
         layers = [stream]
