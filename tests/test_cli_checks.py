@@ -145,39 +145,28 @@ def test_a_known_plugin_name_is_accepted(env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_an_unknown_tool_mode_names_the_key_and_the_allowed_values(
-    env: dict[str, str], tmp_path: Path
-) -> None:
-    (tmp_path / "config.toml").write_text('[providers.local]\noptions = {tool_mode = "x"}\n')
-
-    done = cli(env, "run", "hi")
-
-    assert done.returncode == 2
-    assert last_line(done) == (
-        f"mainspring: {tmp_path / 'config.toml'}: providers.local.options.tool_mode = 'x' "
-        "is not allowed; use 'off', 'force_first', 'auto'"
-    )
-
-
-def test_an_unknown_turn_format_or_an_empty_model_file_is_named(
-    env: dict[str, str], tmp_path: Path
+@pytest.mark.parametrize(
+    ("option", "complaint"),
+    [
+        ('tool_mode = "x"', "tool_mode = 'x' is not allowed; use 'off', 'force_first', 'auto'"),
+        (
+            'turn_format = "llama3"',
+            "turn_format = 'llama3' is not allowed; use 'chatml', 'gemma'",
+        ),
+        ('model_file = ""', "model_file = '' is not allowed; give a path to a .gguf file"),
+        ("model_id = 7", "model_id = 7 is not allowed; give a model id"),
+    ],
+)
+def test_a_local_option_that_is_not_allowed_is_named_with_what_is(
+    env: dict[str, str], tmp_path: Path, option: str, complaint: str
 ) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[providers.local]\noptions = {turn_format = "llama3"}\n')
-    done = cli(env, "run", "hi")
-    assert done.returncode == 2
-    assert last_line(done) == (
-        f"mainspring: {config}: providers.local.options.turn_format = 'llama3' "
-        "is not allowed; use 'chatml', 'gemma'"
-    )
+    config.write_text(f"[providers.local]\noptions = {{{option}}}\n")
 
-    config.write_text('[providers.local]\noptions = {model_file = ""}\n')
     done = cli(env, "run", "hi")
+
     assert done.returncode == 2
-    assert last_line(done) == (
-        f"mainspring: {config}: providers.local.options.model_file = '' is not allowed; "
-        "give a path to a .gguf file"
-    )
+    assert last_line(done) == f"mainspring: {config}: providers.local.options.{complaint}"
 
 
 def test_another_local_model_is_configured_by_file_id_and_turn_format(
