@@ -308,6 +308,37 @@ def test_openai_ends_each_tool_call_once() -> None:
     assert len(found) == len({e.id for e in found})  # type: ignore[attr-defined]
 
 
+def test_a_stream_closed_while_it_drains_a_hung_response_leaves_no_http_task() -> None:
+    """A complete reply (``[DONE]`` sent), then a server that never ends the response;
+    the run is aborted from outside (a task not the run's, two loop turns later) while
+    the provider's closing is draining that response.
+
+    Expected: no task outlives the run. Was: the closing was cancelled inside
+    ``_drain``, and the ``CancelledError`` left the stream's ``finally`` before it
+    cancelled and awaited its helper, so the ``openai-http`` task was left pending on the
+    hung response (found by the thorough profile).
+    """
+    body = (
+        b'\xff\xfedata: {"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"role": '
+        b'"assistant", "content": ""}, "finish_reason": null}]}\n\n'
+        b'data: {"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {}, '
+        b'"finish_reason": "stop"}]}\n\n'
+        b'data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    wire = sse.Wire(body, ending="hang")
+    scenario = Scenario(
+        steps=(),
+        listeners=(ListenerSpec(0, "abort_external"),),
+        external_yields=2,
+        abort_grace_s=0.25,
+        second_run=False,
+    )
+    rh.run_scenario(
+        scenario, lambda: sse.openai(sse.transport(wire, sse.FOLLOW_UP["openai"])), "openai:m"
+    )
+
+
 # ------------------------------------------- hostile plugins and tools (HostileSpec)
 
 

@@ -261,14 +261,16 @@ class HTTPProvider:
                         if signal.aborted:
                             return
         finally:
-            if state is not None and state.done and not signal.aborted and not worker.done():
-                await _drain(queue)
-            worker.cancel()
-            watcher.cancel()
-            await asyncio.wait((worker, watcher))
-            for task in (worker, watcher):
-                if not task.cancelled():
-                    task.exception()  # retrieved: a failed helper is never logged as lost
+            try:
+                if state is not None and state.done and not signal.aborted and not worker.done():
+                    await _drain(queue)
+            finally:  # also when the drain is cancelled (a closer that stopped waiting)
+                worker.cancel()
+                watcher.cancel()
+                await asyncio.wait((worker, watcher))
+                for task in (worker, watcher):
+                    if not task.cancelled():
+                        task.exception()  # retrieved: a failed helper is never logged as lost
 
     async def _pump(
         self,
