@@ -7,6 +7,7 @@ how the provider chooses one, and how ``force_first`` tells tool exchanges in wo
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -20,7 +21,12 @@ from mainspring.messages import (
     UserMessage,
 )
 from mainspring.providers.base import Model, ModelRequest, ToolSpec
-from mainspring.providers.local import CHAT_TEMPLATE, LocalProvider, prepare_request
+from mainspring.providers.local import (
+    CHAT_TEMPLATE,
+    LocalProvider,
+    close_each,
+    prepare_request,
+)
 from mainspring.providers.local_templates import (
     CHATML,
     GEMMA,
@@ -201,3 +207,35 @@ def test_another_model_file_is_served_under_its_own_id(tmp_path: Any) -> None:
     assert set(provider.models) == {"gemma-3-270m"}
     assert provider.default_model.ref == "local:gemma-3-270m"
     assert provider.server().turn_format is GEMMA
+
+
+# -- closing the stream's layers -----------------------------------------------------------
+
+
+class _Layer:
+    def __init__(self, log: list[str], name: str, error: BaseException | None = None) -> None:
+        self.log, self.name, self.error = log, name, error
+
+    async def aclose(self) -> None:
+        self.log.append(self.name)
+        if self.error is not None:
+            raise self.error
+
+
+async def test_every_layer_is_closed_when_an_outer_close_is_cancelled_or_fails() -> None:
+    log: list[str] = []
+    layers = [
+        _Layer(log, "outer", asyncio.CancelledError()),
+        object(),  # nothing to close
+        _Layer(log, "middle", ValueError("broken")),
+        _Layer(log, "http stream"),
+    ]
+    with pytest.raises(asyncio.CancelledError):
+        await close_each(layers)
+    assert log == ["outer", "middle", "http stream"]
+
+    log.clear()
+    with pytest.raises(ValueError, match="broken"):
+        await close_each(layers[1:])
+    assert log == ["middle", "http stream"]
+    await close_each(layers[3:])  # nothing failed: nothing raised

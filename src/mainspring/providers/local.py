@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -265,10 +265,7 @@ class LocalProvider:
         finally:
             # Close the delegate (and its HTTP response) now, not at garbage collection:
             # after a repetition stop this is what ends the generation on the server.
-            for iterator in reversed(layers):
-                aclose = getattr(iterator, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+            await close_each(reversed(layers))
 
     def _delegate(self, base_url: str, api_key: str, options: dict[str, Any]) -> OpenAIProvider:
         """The OpenAI-compatible client for this server and these body options (one per
@@ -296,6 +293,23 @@ def _turn_format(value: str | TurnFormat) -> TurnFormat:
     except KeyError:
         known = ", ".join(repr(name) for name in TURN_FORMATS)
         raise ValueError(f"unknown turn_format {value!r}; known: {known}") from None
+
+
+async def close_each(iterators: Iterable[object]) -> None:
+    """``aclose()`` each of ``iterators`` that has one, in order, also when an earlier one
+    raises or its closing is cancelled; then raise the first such exception. So a
+    cancelled close of an outer layer still closes the HTTP stream underneath it."""
+    failure: BaseException | None = None
+    for iterator in iterators:
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is None:
+            continue
+        try:
+            await aclose()
+        except BaseException as error:  # CancelledError too: the rest are still closed
+            failure = failure or error
+    if failure is not None:
+        raise failure
 
 
 async def _or_else(
