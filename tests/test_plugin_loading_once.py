@@ -138,6 +138,20 @@ def test_a_directory_change_that_installs_nothing_costs_no_rescan(
     assert len(scans) == count
 
 
+def test_a_path_entry_that_is_a_file_or_vanishes_is_skipped(
+    site: Site, scans: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.install("acme-once")
+    Agent(model="faux:t", provider=FauxProvider())
+    count = len(scans)
+    archive = tmp_path / "plugins.zip"
+    archive.write_bytes(b"not a directory")
+    monkeypatch.syspath_prepend(str(archive))
+    monkeypatch.syspath_prepend(str(tmp_path / "gone"))
+    assert "acme-once" in installed(Agent(model="faux:t", provider=FauxProvider()))
+    assert len(scans) == count + 1  # sys.path changed: scanned once more, not refused
+
+
 def test_a_reinstall_of_the_same_version_is_scanned_again(site: Site, scans: list[str]) -> None:
     site.install("acme-once")
     Agent(model="faux:t", provider=FauxProvider())

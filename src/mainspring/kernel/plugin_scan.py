@@ -28,7 +28,7 @@ Installed = dict[str, list["EntryPoint"]]
 
 _PathState = tuple[tuple[str, tuple[int, int] | None], ...]
 
-_Distributions = tuple[tuple[str, tuple[tuple[str, int], ...]], ...]
+_Distributions = tuple[tuple[str, object], ...]
 
 _scan: tuple[_PathState, Installed, dict[str, frozenset[str]]] | None = None
 """The last scan (plugins, their manifests) and the state of ``sys.path`` it was made on."""
@@ -57,17 +57,18 @@ def _path_state() -> _PathState:
     return tuple(state)
 
 
-def _distributions() -> _Distributions:
-    """What is installed in each ``sys.path`` directory: its metadata entries
-    (``*.dist-info``, ``*.egg-info``, ``*.pth``, ``*.egg-link``) with their modification
-    times, so a reinstall of the same version counts as a change.
+def _distributions(paths: _PathState) -> _Distributions:
+    """What is installed along ``paths`` (:func:`_path_state`): for each directory, its
+    metadata entries (``*.dist-info``, ``*.egg-info``, ``*.pth``, ``*.egg-link``) with
+    their modification times, so a reinstall of the same version counts as a change; for
+    any other entry (a zip archive, a missing directory), its state as it is.
 
-    Asked only when :func:`_path_state` changed: a directory's time also changes when
+    Asked only when the path state changed: a directory's time also changes when
     something else appears in it (a ``__pycache__`` written by importing a plugin
     module), which installs nothing and must not cost a rescan.
     """
-    state: list[tuple[str, tuple[tuple[str, int], ...]]] = []
-    for entry in sys.path:
+    state: list[tuple[str, object]] = []
+    for entry, stat in paths:
         try:
             with os.scandir(entry or ".") as listing:
                 metadata = sorted(
@@ -76,8 +77,9 @@ def _distributions() -> _Distributions:
                     if item.name.endswith(_METADATA_SUFFIXES)
                 )
         except (OSError, ValueError):
-            continue
-        state.append((entry, tuple(metadata)))
+            state.append((entry, stat))
+        else:
+            state.append((entry, tuple(metadata)))
     return tuple(state)
 
 
@@ -109,7 +111,7 @@ def _scanned() -> tuple[_PathState, Installed, dict[str, frozenset[str]]]:
     state = _path_state()
     if _scan is not None and _scan[0] == state:
         return _scan
-    distributions = _distributions()
+    distributions = _distributions(state)
     if _scan is not None and distributions == _scanned_distributions:
         _scan = (state, _scan[1], _scan[2])  # a directory changed, nothing was installed
         return _scan
