@@ -55,12 +55,18 @@ def test_a_message_update_is_frozen_and_compares_by_value() -> None:
         update.message = message  # type: ignore[misc]
 
 
-async def test_every_event_of_a_run_converts_to_json_and_back() -> None:
+async def _recorded_text_run() -> EventRecorder:
+    """The events of a run whose reply is one text streamed in 3-character deltas."""
     provider = FauxProvider([faux.reply(faux.text("Hello there"))], chunk_size=3)
     agent = Agent(model="faux:x", provider=provider, autoload=False)
     recorder = EventRecorder()
     agent.subscribe(recorder)
     await agent.prompt("hi")
+    return recorder
+
+
+async def test_every_event_of_a_run_converts_to_json_and_back() -> None:
+    recorder = await _recorded_text_run()
     seen = {type(event) for event in recorder.events}
     assert seen <= set(EVENT_CLASSES) and MessageUpdate in seen
     for event in recorder.events:
@@ -71,11 +77,7 @@ async def test_every_event_of_a_run_converts_to_json_and_back() -> None:
 
 
 async def test_the_partial_message_is_built_once_on_first_read() -> None:
-    provider = FauxProvider([faux.reply(faux.text("Hello there"))], chunk_size=3)
-    agent = Agent(model="faux:x", provider=provider, autoload=False)
-    recorder = EventRecorder()
-    agent.subscribe(recorder)
-    await agent.prompt("hi")
+    recorder = await _recorded_text_run()
     updates = recorder.of_type("message_update")
     assert len(updates) >= 3
     texts = []
