@@ -5,7 +5,11 @@ script (a function of the request, so a recovered worker continues it): ``TURNS`
 with one tool call each, then a text reply. ``CRASH`` names where the *first* worker
 stops until the test kills it (a marker file ``DIR/crashed`` says it got there):
 
-- ``stream``: in the middle of the second reply's stream (the request is in flight);
+- ``stream``: in the middle of the second reply's stream (the request is in flight):
+  the model stops after three deltas, and the marker is written once a listener has seen
+  the third (the request step streams ahead of the kernel, so a marker written by the
+  model could let the test kill the worker between journaling an event and delivering it,
+  which loses that event to this process's listeners, as documented);
 - ``tool``: inside call ``c2``, of the idempotent tool ``note``;
 - ``tool_once``: inside call ``c1``, of the non-idempotent tool ``append``;
 - ``between``: in a listener of the second ``turn_end``;
@@ -76,6 +80,10 @@ def _reply(request: Any) -> Any:
     return faux.reply(faux.text("All done: " + "y" * 60))
 
 
+STREAM_STOP = 3
+"""With ``CRASH=stream``, the second reply stops after this many deltas."""
+
+
 class CrashingProvider:
     """The faux model, stopping mid-stream of the second reply when told to."""
 
@@ -89,8 +97,8 @@ class CrashingProvider:
         async for delta in self.inner.stream(request, signal):
             yield delta
             count += 1
-            if turn == 1 and count == 3 and _crash_here("stream"):
-                await _forever()
+            if turn == 1 and count == STREAM_STOP and CRASH == "stream" and not MARKER.exists():
+                await _forever()  # the listener writes the marker once it saw this delta
 
 
 def _tool(name: str, idempotent: bool, point: str, stop_in: str) -> mainspring.Tool:
@@ -162,6 +170,7 @@ def factory(spec: dict[str, Any]) -> Agent:
 def listen(agent: Agent, run_id: str) -> None:
     """Keep every event this process delivers; stop between turns when told to."""
     path = DIR / f"events-{os.getpid()}.jsonl"
+    turn = {"number": -1, "updates": 0}
 
     def write(event: Any) -> None:
         with open(path, "a") as file:
@@ -169,6 +178,12 @@ def listen(agent: Agent, run_id: str) -> None:
 
     async def keep(event: Any, signal: Any) -> None:
         write(event)
+        if event.type == "turn_start":
+            turn.update(number=event.turn, updates=0)
+        elif event.type == "message_update":
+            turn["updates"] += 1
+            if turn["number"] == 1 and turn["updates"] == STREAM_STOP:
+                _crash_here("stream")
         if event.type == "turn_end" and event.turn == 1 and _crash_here("between"):
             await _forever()
 
