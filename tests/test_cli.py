@@ -1,14 +1,15 @@
-"""The ``mainspring`` command, run as a subprocess."""
+"""The ``mainspring`` command (run in the test process: :mod:`cli_in_process`)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from cli_in_process import run_cli
 
 SCRIPTED = '''
 from mainspring import hookimpl, tool
@@ -44,14 +45,7 @@ def _cli(plugin_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(plugin_dir), env.get("PYTHONPATH", "")])
     env["MAINSPRING_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    return subprocess.run(
-        [sys.executable, "-m", "mainspring", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    return run_cli(args, env)
 
 
 def test_run_streams_text_and_tool_lines(plugin_dir: Path) -> None:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from cli_in_process import run_cli
+
 if TYPE_CHECKING:
     from conftest import Terminal
 
@@ -58,15 +60,7 @@ ARGS = ["-m", "mainspring", "run", "push it", "--plugin", "asking_plugin", "--mo
 
 
 def run_piped(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *ARGS, *extra],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    return run_cli([*ARGS[2:], *extra], env)
 
 
 def test_without_a_terminal_asked_calls_are_refused_and_it_says_so(env: dict[str, str]) -> None:

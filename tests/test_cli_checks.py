@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from mainspring.messages import UserMessage
 from mainspring.providers.base import Model, ModelRequest, ProviderError
 from mainspring.providers.local import LOCAL_MODEL_ID, LocalProvider
@@ -43,15 +43,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mainspring", *args, "--plugin", "catalogued_plugin"],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
-    )
+    return run_cli([*args, "--plugin", "catalogued_plugin"], env)
 
 
 def last_line(done: subprocess.CompletedProcess[str]) -> str:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import mainspring
+from cli_in_process import run_cli
 
 ECHO = """
 from mainspring import Model, hookimpl
@@ -49,17 +49,7 @@ def cli(
     for name in ("MAINSPRING_MODEL", "MAINSPRING_CONFIG"):
         environment.pop(name, None)
     environment.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "mainspring", *args],
-        input=stdin,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=environment,
-        cwd=tmp_path,
-        timeout=60,
-        check=False,
-    )
+    return run_cli(args, environment, stdin=stdin, cwd=tmp_path)
 
 
 def test_version(tmp_path: Path) -> None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from cli_in_process import run_cli
 from mainspring import Agent, tool
 from mainspring.cli.render import JsonRenderer
 from mainspring.testing import FauxProvider, faux
@@ -77,14 +76,8 @@ def test_run_json_is_small_and_json_full_is_not(tmp_path: Path) -> None:
     PLUGIN = ("--plugin", "long_plugin", "--model", "long:x", "--no-session")
 
     def size(flag: str) -> int:
-        done = subprocess.run(
-            [sys.executable, "-m", "mainspring", "run", "go", flag, *PLUGIN],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=True,
-        )
+        done = run_cli(["run", "go", flag, *PLUGIN], env)
+        assert done.returncode == 0, done.stderr
         return len(done.stdout)
 
     small, full = size("--json"), size("--json-full")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from mainspring import tool
 
 TOOLS_A = '''
@@ -55,14 +56,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mainspring", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    return run_cli(args, env)
 
 
 def test_tools_lists_what_loads_and_names_every_broken_plugin_and_collision(

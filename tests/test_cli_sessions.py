@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from mainspring import Agent
 from mainspring.sessions import SessionAccessError
 from mainspring.settings import Settings
@@ -53,15 +53,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mainspring", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
-    )
+    return run_cli(args, env)
 
 
 def run(env: dict[str, str], prompt: str, *extra: str) -> subprocess.CompletedProcess[str]:

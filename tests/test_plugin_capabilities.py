@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli_in_process import run_cli
 from mainspring import Agent, PluginLoadError, Settings, hookimpl, tool
 from mainspring.events import ToolExecutionEnd
 from mainspring.settings import load_settings
@@ -164,14 +163,7 @@ def test_plugins_lists_declared_and_granted_capabilities(tmp_path: Path) -> None
     config = tmp_path / "config.toml"
     config.write_text('[plugins.event_log]\ncapabilities = ["tools"]\n')
     env = dict(os.environ, MAINSPRING_CONFIG=str(config), MAINSPRING_DISABLE_PLUGIN_AUTOLOAD="1")
-    done = subprocess.run(
-        [sys.executable, "-m", "mainspring", "plugins", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    done = run_cli(["plugins", "--json"], env)
     assert done.returncode == 0, done.stderr
     rows = {row["name"]: row for row in json.loads(done.stdout)}
     assert rows["event_log"]["capabilities"] == {"declared": ["observe"], "granted": []}

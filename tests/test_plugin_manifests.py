@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from mainspring import Agent, PluginLoadError, Settings
 from mainspring.testing import FauxProvider, faux
 
@@ -212,14 +213,7 @@ def test_plugins_names_a_broken_plugin_with_its_declared_capabilities(site: Site
     env["MAINSPRING_PLUGINS"] = "acme-broken"
 
     def plugins(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "mainspring", "plugins", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
+        return run_cli(["plugins", *args], env)
 
     done = plugins()
     assert done.returncode == 2

@@ -4,14 +4,13 @@ with ``stop_reason="repetition"``, its tool calls unrun, through the normal even
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli_in_process import run_cli
 from mainspring import Agent, AssistantMessage, ToolResult, tool
 from mainspring.providers import ModelRequest, StreamEvent
 from mainspring.providers.repetition import RepetitionGuard, stop_repetition
@@ -162,15 +161,7 @@ def test_the_command_line_says_the_reply_repeated_itself_and_exits_3(tmp_path: P
     (tmp_path / "loop_plugin.py").write_text(LOOP_PLUGIN)
     env = dict(os.environ, MAINSPRING_DISABLE_PLUGIN_AUTOLOAD="1")
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
-    command = [sys.executable, "-m", "mainspring", "run", "list"]
-    done = subprocess.run(
-        [*command, "--plugin", "loop_plugin", "--model", "loop:x"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    done = run_cli(["run", "list", "--plugin", "loop_plugin", "--model", "loop:x"], env)
     assert done.returncode == 3, done.stderr
     assert done.stdout.startswith("```\n/Users/me/Desktop/Moose-2023-02-22")
     assert (
