@@ -262,7 +262,8 @@ async def test_the_template_renders_the_whole_tool_exchange() -> None:
 
 async def test_the_gemma_turn_format_renders_the_same_exchange_in_gemma_turns() -> None:
     # Rendered by the same model file: the template is what is checked here.
-    prompt = await _rendered(_provider(turn_format="gemma"), _EXCHANGE)
+    gemma = _provider(turn_format="gemma", model_id="smollm2-in-gemma-turns")
+    prompt = await _rendered(gemma, _EXCHANGE)
     assert prompt == (
         "<start_of_turn>user\nBe brief.\n\n# Tools\n\nYou can call these functions. Their "
         "signatures are inside <tools></tools>:\n<tools>\n"
@@ -279,10 +280,16 @@ async def test_the_gemma_turn_format_renders_the_same_exchange_in_gemma_turns() 
         "The tool get_time returned:\nnoon<end_of_turn>\n"
         "<start_of_turn>model\n"
     )
-    no_system = await _rendered(
-        _provider(turn_format="gemma"), {"messages": [{"role": "user", "content": "Hi"}]}
-    )
+    no_system = await _rendered(gemma, {"messages": [{"role": "user", "content": "Hi"}]})
     assert no_system == "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n"
+    # the server answers under the provider's model id
+    server = gemma.server()
+    async with httpx.AsyncClient(timeout=30) as client:
+        listed = await client.get(
+            f"{await server.astart()}/v1/models",
+            headers={"Authorization": f"Bearer {server.api_key}"},
+        )
+    assert [model["id"] for model in listed.json()["data"]] == ["smollm2-in-gemma-turns"]
 
 
 async def test_the_server_requires_its_api_key() -> None:

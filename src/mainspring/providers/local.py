@@ -152,6 +152,7 @@ class LocalProvider:
         turn_format: str | TurnFormat = CHATML,
     ) -> None:
         self.name = name
+        self.model_id = model_id
         self.turn_format = _turn_format(turn_format)
         self.model_file = model_file
         self.context_window = context_window
@@ -211,6 +212,7 @@ class LocalProvider:
             start_timeout=self.start_timeout,
             verbosity=self.verbosity,
             turn_format=self.turn_format,
+            model_alias=self.model_id,
         )
 
     async def _started(self) -> tuple[LocalServer, str]:

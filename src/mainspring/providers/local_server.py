@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 LOCAL_MODEL_ID = "smollm2-135m"
-"""The model id, also the alias the server reports in its responses."""
+"""The default model's id, also the name the server reports in its responses."""
 
 CONTEXT_WINDOW = 8192
 """SmolLM2-135M's trained context length, used as the server's context size."""
@@ -64,6 +64,7 @@ class _ServerConfig:
     threads: int
     verbosity: int
     turn_format: TurnFormat
+    model_alias: str
 
 
 class LocalServer:
@@ -75,7 +76,8 @@ class LocalServer:
     down; a server inherited through ``fork`` is never reused by the child.
     ``verbosity`` is llama.cpp's log level on stderr: 0 (default) is silent, 1 logs
     errors, 3 logs everything. ``turn_format`` is the model's turn markers (the
-    template is :func:`~.local_templates.chat_template` of it).
+    template is :func:`~.local_templates.chat_template` of it); ``model_alias`` is the
+    model name the server answers with (in ``/v1/models`` and every response).
     """
 
     def __init__(
@@ -87,6 +89,7 @@ class LocalServer:
         start_timeout: float = DEFAULT_START_TIMEOUT,
         verbosity: int = 0,
         turn_format: TurnFormat = CHATML,
+        model_alias: str = LOCAL_MODEL_ID,
     ) -> None:
         self._model_file = Path(model_file) if model_file is not None else None
         self.context_window = context_window
@@ -94,6 +97,7 @@ class LocalServer:
         self.start_timeout = start_timeout
         self.verbosity = verbosity
         self.turn_format = turn_format
+        self.model_alias = model_alias
         self.api_key = secrets.token_urlsafe(24)
         self._lock = threading.Lock()
         self._server: Any = None
@@ -174,7 +178,7 @@ def _start_xllamacpp(model_file: Path, config: LocalServer) -> Any:
     xllamacpp: Any = importlib.import_module("xllamacpp")
     params = xllamacpp.CommonParams()
     params.model.path = str(model_file)
-    params.model_alias = {LOCAL_MODEL_ID}
+    params.model_alias = {config.model_alias}
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # the OS picks a free port; listening_address reports it
     params.api_keys = [config.api_key]
@@ -233,6 +237,7 @@ def shared_server(
     start_timeout: float = DEFAULT_START_TIMEOUT,
     verbosity: int = 0,
     turn_format: TurnFormat = CHATML,
+    model_alias: str = LOCAL_MODEL_ID,
 ) -> LocalServer:
     """The process-wide (not yet necessarily started) server for this configuration.
 
@@ -241,7 +246,7 @@ def shared_server(
     """
     path = Path(model_file).resolve() if model_file is not None else model_path()
     config = _ServerConfig(
-        path, context_window, threads or _default_threads(), verbosity, turn_format
+        path, context_window, threads or _default_threads(), verbosity, turn_format, model_alias
     )
     with _servers_lock:
         server = _servers.get(config)
@@ -253,6 +258,7 @@ def shared_server(
                 start_timeout=start_timeout,
                 verbosity=verbosity,
                 turn_format=turn_format,
+                model_alias=model_alias,
             )
             _servers[config] = server
         return server
