@@ -10,13 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from mainspring import hookimpl
+from mainspring import hookimpl, nonblocking
 
-__all__ = ["AsyncHookPlugin", "FloorHookPlugin", "SyncHookPlugin", "hook_plugins"]
+__all__ = [
+    "AsyncHookPlugin",
+    "FloorHookPlugin",
+    "NonblockingHookPlugin",
+    "SyncHookPlugin",
+    "hook_plugins",
+]
 
 
 class SyncHookPlugin:
-    """Every run-time hook as a plain ``def``."""
+    """Every run-time hook as a plain ``def`` (the once-per-call-or-turn ones are called in
+    a worker thread)."""
 
     def __init__(self, index: int) -> None:
         self.name = f"bench-hooks-{index}"
@@ -50,6 +57,47 @@ class SyncHookPlugin:
         return None
 
 
+class NonblockingHookPlugin:
+    """Every run-time hook as a plain ``def`` marked ``@nonblocking`` (called on the loop)."""
+
+    def __init__(self, index: int) -> None:
+        self.name = f"bench-hooks-{index}"
+
+    @hookimpl
+    @nonblocking
+    def transform_context(self, messages: Any) -> None:
+        return None
+
+    @hookimpl
+    @nonblocking
+    def convert_to_llm(self, messages: Any) -> None:
+        return None
+
+    @hookimpl
+    @nonblocking
+    def count_tokens(self, messages: Any) -> None:
+        return None
+
+    @hookimpl
+    @nonblocking
+    def before_tool_call(self, call: Any) -> None:
+        return None
+
+    @hookimpl
+    @nonblocking
+    def after_tool_result(self, result: Any) -> None:
+        return None
+
+    @hookimpl
+    @nonblocking
+    def should_stop_after_turn(self, state: Any) -> bool:
+        return False
+
+    @hookimpl
+    def on_event(self, event: Any) -> None:
+        return None
+
+
 class AsyncHookPlugin:
     """Every run-time hook as an ``async def`` (``count_tokens`` is synchronous)."""
 
@@ -65,6 +113,7 @@ class AsyncHookPlugin:
         return None
 
     @hookimpl
+    @nonblocking  # a synchronous hook: what is measured here is the async ones
     def count_tokens(self, messages: Any) -> None:
         return None
 

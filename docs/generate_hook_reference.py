@@ -24,8 +24,15 @@ Generated from `src/mainspring/hookspecs.py` by `docs/generate_hook_reference.py
 edit by hand. Implement a hook with a function of the same name decorated with
 `@mainspring.hookimpl`, accepting only the parameters you need. Run-time hooks may be
 `def` or `async def`; `count_tokens`, `register_tools` and `register_providers` must be
-plain `def`. Each hook ends with an example (from `docs/hook_examples.py`, which the test
-suite runs); the examples import from `mainspring`:
+plain `def`. A plugin's plain `def` of a hook called at most once per tool call or turn
+(every hook called during a run, `count_tokens` included, but `on_event` and
+`filter_tool_update`) is called in a worker thread, so one that blocks cannot freeze the
+event loop: `abort()` and `hooks.timeout_s` cut the wait for it as for an `async def`
+(mark one that only computes `@mainspring.nonblocking` to have it called on the loop).
+`on_event` and `filter_tool_update` run on the event loop (they are called for every event
+and progress report): a plain `def` there must not block. Each hook ends with an example
+(from `docs/hook_examples.py`, which the test suite runs); the examples import from
+`mainspring`:
 `from mainspring import hookimpl, Approval, Ask, Block, CompactionResult, TextContent,
 ToolResult, UserMessage, tool`.
 

@@ -18,7 +18,7 @@ from .errors import (
 )
 from .hookspecs import hookimpl
 from .kernel.agent import Agent
-from .kernel.relay import redactor
+from .kernel.relay import nonblocking, redactor
 from .kernel.state import AgentState
 from .message_json import CustomMessage, decode_message, encode_message
 from .messages import (
@@ -84,6 +84,7 @@ __all__ = [
     "encode_message",
     "freeze",
     "hookimpl",
+    "nonblocking",
     "redactor",
     "thaw",
     "tool",

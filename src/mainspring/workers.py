@@ -1,30 +1,81 @@
-"""Blocking tool functions run in daemon threads the event loop never has to join.
+"""Blocking plugin code run in daemon threads the event loop never has to join.
 
 ``asyncio.to_thread`` uses the loop's default executor, whose threads ``asyncio.run()``
-joins at exit: one blocking tool that never returns would keep the program from ending.
-:func:`in_daemon_thread` runs the function in a daemon thread of its own and hands the
+joins at exit: one blocking function that never returns would keep the program from
+ending. :func:`in_daemon_thread` runs the function in a daemon thread and hands the
 outcome back to the loop; if nobody waits for it any more (the call was aborted or timed
-out), the outcome is dropped and the thread ends with the function, or with the process.
+out), the outcome is dropped (a coroutine it returned is closed) and the thread ends with
+the function, or with the process.
+
+The threads are kept in a pool: a thread that finished a call waits for the next one for
+:data:`IDLE_S` seconds, then ends. A call never waits for a free thread (a call that
+blocks forever holds one thread, never the others): when no thread is idle, a new one
+starts.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
+import inspect
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["in_daemon_thread"]
+__all__ = ["IDLE_S", "in_daemon_thread"]
 
 _T = TypeVar("_T")
+
+IDLE_S = 10.0
+"""Seconds an idle pool thread waits for work before it ends."""
+
+
+class _DaemonPool:
+    """Daemon threads taking work from one queue; never fewer free threads than work."""
+
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue[tuple[Callable[[], None], str]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # threads waiting for work that no submitted call has counted on
+
+    def submit(self, work: Callable[[], None], name: str) -> None:
+        """Run ``work()`` in a pool thread (an idle one, or a new one) named ``name``."""
+        with self._lock:
+            claimed = self._idle > 0
+            if claimed:
+                self._idle -= 1
+        self._work.put((work, name))
+        if not claimed:
+            threading.Thread(target=self._serve, name=name, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                work, name = self._work.get(timeout=IDLE_S)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:  # nobody counts on this thread: it ends
+                        self._idle -= 1
+                        return
+                continue  # a call counted on an idle thread: its work is on the way
+            threading.current_thread().name = name  # what it runs now, in thread listings
+            work()
+            with self._lock:
+                self._idle += 1
+
+
+_POOL = _DaemonPool()
 
 
 async def in_daemon_thread(
     function: Callable[..., _T], *args: Any, name: str = "mainspring-worker"
 ) -> _T:
-    """``function(*args)`` in a new daemon thread, with the caller's context variables."""
+    """``function(*args)`` in a daemon thread, with the caller's context variables.
+
+    ``KeyboardInterrupt`` and ``SystemExit`` raised by ``function`` reach the caller as a
+    ``RuntimeError`` naming them (they concern the thread, not the awaiting task).
+    """
     loop = asyncio.get_running_loop()
     outcome: asyncio.Future[_T] = loop.create_future()
     context = contextvars.copy_context()
@@ -37,8 +88,19 @@ async def in_daemon_thread(
         else:
             _hand_back(loop, outcome, result, None)
 
-    threading.Thread(target=work, name=name, daemon=True).start()
-    return await outcome
+    _POOL.submit(work, name)
+    try:
+        return await outcome
+    except BaseException:
+        # cut while the result was on its way: a coroutine in it is closed, never awaited
+        if outcome.done() and not outcome.cancelled() and outcome.exception() is None:
+            _close_coroutine(outcome.result())
+        raise
+
+
+def _close_coroutine(value: Any) -> None:
+    if inspect.iscoroutine(value):
+        value.close()
 
 
 def _hand_back(
@@ -48,14 +110,17 @@ def _hand_back(
     error: BaseException | None,
 ) -> None:
     def settle() -> None:
-        if outcome.done():
-            return  # the caller stopped waiting (abort, timeout)
+        if outcome.done():  # the caller stopped waiting (abort, timeout)
+            _close_coroutine(result)  # nobody will await it
+            return
         if error is None:
             outcome.set_result(result)
         elif isinstance(error, KeyboardInterrupt | SystemExit):
-            outcome.set_exception(RuntimeError(f"the tool raised {type(error).__name__}"))
+            outcome.set_exception(RuntimeError(f"the function raised {type(error).__name__}"))
         else:
             outcome.set_exception(error)
 
-    with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+    try:
         loop.call_soon_threadsafe(settle)
+    except RuntimeError:  # a closed loop: nobody is waiting any more
+        _close_coroutine(result)

@@ -83,6 +83,7 @@ class Agent(Approving, Closing, Editing):
             self._plugin_set.pm,
             self._plugin_set.fallbacks,
             self._plugin_set.granted,
+            self._plugin_set.builtins,
         )
         # registering or unregistering a plugin later rebuilds the compiled hook plans
         self._plugin_set.on_change(relay.invalidate)
@@ -340,6 +341,9 @@ class Agent(Approving, Closing, Editing):
         running tools are cancelled, and every call still gets exactly one result. Plugin
         code that ignores the cancellation is detached after ``hooks.abort_grace_s``, so
         the run settles within about that time whatever its plugins do.
+
+        Any thread may call it (a UI thread, a plugin's plain ``def`` run off the loop);
+        from another thread than the run's event loop's, the abort is handed to the loop.
         """
         run = self._run
         if run is None or run.signal.aborted:

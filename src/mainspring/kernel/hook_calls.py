@@ -1,19 +1,23 @@
 """Calling hook implementations under the run's guard: the base of the hook facade.
 
 :class:`HookCaller` holds the relay, the run's :class:`~mainspring.kernel.guard.Guard` and
-the per-call deadline, and decides what an exception from an implementation means
-(:meth:`HookCaller._failure`); the helpers here phrase the failures the kernel finds itself.
+the per-call deadline, calls a plugin's plain ``def`` off the event loop where a hook is
+called at most once per tool call or turn (:meth:`HookCaller.off_loop`), and decides what
+an exception from an implementation means (:meth:`HookCaller._failure`); the helpers here
+phrase the failures the kernel finds itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, final
 
 from ..errors import HookError, HookTimeoutError, StopRun
 from ..signal import RunAborted
+from ..workers import in_daemon_thread
 from .guard import Guard
 from .relay import HookRelay, Implementation
 
@@ -69,6 +73,22 @@ def _text(reason: object) -> str:
     return reason if isinstance(reason, str) else f"(a {type(reason).__name__} as the reason)"
 
 
+@final
+@dataclass(frozen=True, slots=True)
+class _Raised:
+    """What an implementation raised in a worker thread, carried back to be raised on the
+    loop (as if it had been called there: ``GeneratorExit`` or ``SystemExit`` included)."""
+
+    error: BaseException
+
+
+def _call_in_thread(impl: Implementation, args: tuple[Any, ...]) -> Any:
+    try:
+        return impl.call(args)
+    except BaseException as error:
+        return _Raised(error)
+
+
 def _stalled(hook: str, impl: Implementation) -> HookError:
     return HookError(
         hook,
@@ -101,6 +121,35 @@ class HookCaller:
         """Use ``guard`` and the per-call deadline ``timeout_s`` for the run starting."""
         self.guard = guard
         self.timeout_s = timeout_s
+
+    async def off_loop(
+        self,
+        impl: Implementation,
+        args: tuple[Any, ...],
+        timeout_s: float | None,
+        *,
+        awaitable: bool = True,
+    ) -> Any:
+        """Call ``impl`` (a plugin's plain ``def``) in a daemon thread and await it here.
+
+        So a blocking implementation (a policy server that never answers, a busy loop)
+        cannot freeze the event loop: the wait for it is cut by ``abort()`` and by its
+        deadline (``timeout_s``, ``None`` for none) exactly as for an
+        ``async def``, and the thread is left to finish on its own, its result dropped.
+        An awaitable it returns is awaited here, under the guard too (unless
+        ``awaitable`` is false: a synchronous hook, whose caller refuses one).
+        What it raises is raised here, as if it had been called on the loop.
+        """
+        result = await self.guard.watch(
+            in_daemon_thread(_call_in_thread, impl, args, name=f"mainspring-hook {impl.plugin}"),
+            impl,
+            timeout_s,
+        )
+        if isinstance(result, _Raised):
+            raise result.error
+        if awaitable and result is not None and inspect.isawaitable(result):
+            result = await self.guard.watch(result, impl, timeout_s)
+        return result
 
     def _failure(self, hook: str, impl: Implementation, raised: BaseException) -> HookError:
         """``raised`` as ``impl``'s failure; re-raises what must pass through."""

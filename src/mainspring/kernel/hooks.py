@@ -62,16 +62,19 @@ class Hooks(ToolHooks):
             if skipped and id(impl) in skipped:
                 continue  # reported when it stalled
             try:
-                if arity == 1:
-                    result = function(current)
-                elif arity == GENERAL:
-                    result = impl.general_call((current, *rest))
-                elif arity == 0:
-                    result = function()
+                if impl.off_loop:
+                    result = await self.off_loop(impl, (current, *rest), timeout)
                 else:
-                    result = function(current, *rest[: arity - 1])
-                if is_async or (result is not None and inspect.isawaitable(result)):
-                    result = await guard.watch(result, impl, timeout)
+                    if arity == 1:
+                        result = function(current)
+                    elif arity == GENERAL:
+                        result = impl.general_call((current, *rest))
+                    elif arity == 0:
+                        result = function()
+                    else:
+                        result = function(current, *rest[: arity - 1])
+                    if is_async or (result is not None and inspect.isawaitable(result)):
+                        result = await guard.watch(result, impl, timeout)
                 if result is None:
                     continue
                 candidate = _as_tuple(result, hook, impl.plugin)
@@ -125,7 +128,9 @@ class Hooks(ToolHooks):
         args = (messages, model)
         for impl in implementations:
             try:
-                if impl.arity == 1:
+                if impl.off_loop:
+                    result = await self.off_loop(impl, args, self.timeout_s, awaitable=False)
+                elif impl.arity == 1:
                     result = impl.function(messages)
                 else:
                     result = call_plain("count_tokens", impl, args)
@@ -157,9 +162,12 @@ class Hooks(ToolHooks):
             if guard.stalled and id(impl) in guard.stalled:
                 raise _stalled("compact", impl)
             try:
-                result = impl.call(args)
-                if impl.is_async or (result is not None and inspect.isawaitable(result)):
-                    result = await guard.watch(result, impl, timeout)
+                if impl.off_loop:
+                    result = await self.off_loop(impl, args, timeout)
+                else:
+                    result = impl.call(args)
+                    if impl.is_async or (result is not None and inspect.isawaitable(result)):
+                        result = await guard.watch(result, impl, timeout)
             except BaseException as raised:
                 raise self._failure("compact", impl, raised) from raised
             if result is None:
@@ -191,18 +199,21 @@ class Hooks(ToolHooks):
             try:
                 if guard.stalled and id(impl) in guard.stalled:
                     raise _stalled("should_stop_after_turn", impl)
-                if arity == 1:
-                    stop = function(snapshot)
-                elif arity == 3:
-                    stop = function(snapshot, agent, signal)
-                elif arity == GENERAL:
-                    stop = impl.general_call(args)
+                if impl.off_loop:
+                    stop = await self.off_loop(impl, args, timeout)
                 else:
-                    stop = function(*args[:arity])
-                if is_async or (
-                    type(stop) is not bool and stop is not None and inspect.isawaitable(stop)
-                ):
-                    stop = await guard.watch(stop, impl, timeout)
+                    if arity == 1:
+                        stop = function(snapshot)
+                    elif arity == 3:
+                        stop = function(snapshot, agent, signal)
+                    elif arity == GENERAL:
+                        stop = impl.general_call(args)
+                    else:
+                        stop = function(*args[:arity])
+                    if is_async or (
+                        type(stop) is not bool and stop is not None and inspect.isawaitable(stop)
+                    ):
+                        stop = await guard.watch(stop, impl, timeout)
             except BaseException as raised:
                 raise self._failure("should_stop_after_turn", impl, raised) from raised
             if stop:

@@ -17,6 +17,7 @@ import structlog
 from ..errors import HookError, StopRun, describe_error
 from ..logs import get_logger
 from ..messages import AssistantMessage, ToolCall
+from ..signal import RunAborted
 from .delivery import ListenerError
 from .events import AgentEnd, AgentEndReason, AgentStart, MessageEnd
 from .request import request_reply
@@ -78,7 +79,8 @@ async def execute_run(
         run.failing = True
         reason, detail = ("aborted", "Run aborted") if run.signal.aborted else ("error", None)
         detail = detail or _describe(error)
-        log.warning("run_failed", error=detail, exc_info=error)
+        if not (run.signal.aborted and isinstance(error, RunAborted)):
+            log.warning("run_failed", error=detail, exc_info=error)
         await _fail(run, "aborted" if run.signal.aborted else "error", detail)
     await _end_run(run, reason, detail)
 

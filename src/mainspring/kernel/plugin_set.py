@@ -96,6 +96,11 @@ class PluginSet:
         return frozenset(info.name for info in self.infos if info.essential)
 
     @property
+    def builtins(self) -> frozenset[str]:
+        """mainspring's own plugins (essential or not)."""
+        return frozenset(info.name for info in self.infos if info.source == "builtin")
+
+    @property
     def granted(self) -> Mapping[str, frozenset[str] | None]:
         """Each registered plugin's granted capabilities (``None``: all), kept current."""
         return _Granted(self.infos)

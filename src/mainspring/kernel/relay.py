@@ -35,7 +35,9 @@ __all__ = [
     "Implementation",
     "PlanStep",
     "call_plain",
+    "is_nonblocking",
     "is_redactor",
+    "nonblocking",
     "redactor",
 ]
 
@@ -68,6 +70,10 @@ class Implementation:
     keywords: tuple[tuple[str, int], ...] = field(default=())
     single: int = -1
     """The spec index of its only argument when it takes exactly one, else -1."""
+    off_loop: bool = False
+    """A plugin's plain ``def`` (not one of mainspring's built-ins, not marked
+    :func:`nonblocking`): the hooks called at most once per tool call or turn call it in
+    a daemon thread (see :meth:`~mainspring.kernel.hook_calls.HookCaller.off_loop`)."""
 
     def general_call(self, args: tuple[Any, ...]) -> Any:
         """Call through the general path (any selection and order of arguments)."""
@@ -127,7 +133,31 @@ def is_redactor(function: Callable[..., Any]) -> bool:
     return getattr(function, _REDACTOR, False) is True
 
 
-def _compile(hookimpl: Any, spec_argnames: tuple[str, ...], trusted: bool) -> Implementation:
+_NONBLOCKING = "mainspring_nonblocking"
+
+
+def nonblocking(function: _F) -> _F:
+    """Mark a plain ``def`` hook implementation as one that returns at once.
+
+    Stack it under ``@mainspring.hookimpl``. A plugin's plain ``def`` of a hook called
+    once per tool call or turn (a gate, a result filter, a transform, ...) is otherwise
+    called in a worker thread, so that one that blocks cannot freeze the event loop (about
+    60 µs a call). Marked, it is called on the loop, as ``on_event`` implementations are:
+    the mark is a promise that it only computes (no I/O, no lock, no waiting). One that
+    blocks anyway blocks the loop, and ``abort()`` and ``hooks.timeout_s`` with it.
+    """
+    setattr(function, _NONBLOCKING, True)
+    return function
+
+
+def is_nonblocking(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` was marked with :func:`nonblocking`."""
+    return getattr(function, _NONBLOCKING, False) is True
+
+
+def _compile(
+    hookimpl: Any, spec_argnames: tuple[str, ...], trusted: bool, builtin: bool
+) -> Implementation:
     argnames = tuple(hookimpl.argnames)
     kwargnames = tuple(name for name in hookimpl.kwargnames if name in spec_argnames)
     positions = tuple(spec_argnames.index(name) for name in argnames)
@@ -139,16 +169,18 @@ def _compile(hookimpl: Any, spec_argnames: tuple[str, ...], trusted: bool) -> Im
         arity = GENERAL
         select = positions
         keywords = tuple((name, spec_argnames.index(name)) for name in kwargnames)
+    is_async = inspect.iscoroutinefunction(hookimpl.function)
     return Implementation(
         plugin=hookimpl.plugin_name,
         function=hookimpl.function,
         argnames=argnames,
         trusted=trusted,
         arity=arity,
-        is_async=inspect.iscoroutinefunction(hookimpl.function),
+        is_async=is_async,
         select=select,
         keywords=keywords,
         single=positions[0] if len(positions) == 1 and not kwargnames else -1,
+        off_loop=not (is_async or trusted or builtin or is_nonblocking(hookimpl.function)),
     )
 
 
@@ -157,19 +189,23 @@ class HookRelay:
     """Ordered, compiled access to a plugin manager's implementations.
 
     The plan of each hook is cached until :meth:`invalidate` (the kernel calls it after
-    registering or unregistering a plugin).
+    registering or unregistering a plugin). ``fallbacks`` are the essential built-ins
+    (answering after every plugin), ``builtins`` every built-in plugin (its plain ``def``
+    implementations are called on the event loop: they do not block).
     """
 
-    __slots__ = ("_cache", "_fallbacks", "_granted", "_plans", "_pm", "version")
+    __slots__ = ("_builtins", "_cache", "_fallbacks", "_granted", "_plans", "_pm", "version")
 
     def __init__(
         self,
         pm: pluggy.PluginManager,
         fallbacks: frozenset[str] = frozenset(),
         granted: Mapping[str, frozenset[str] | None] | None = None,
+        builtins: frozenset[str] = frozenset(),
     ) -> None:
         self._pm = pm
         self._fallbacks = fallbacks
+        self._builtins = builtins | fallbacks
         self._granted: Mapping[str, frozenset[str] | None] = granted if granted is not None else {}
         """Each plugin's granted capabilities (absent or ``None``: all of them), read when
         a hook's implementations are listed (a live mapping follows later registrations)."""
@@ -216,7 +252,8 @@ class HookRelay:
                 if granted is not None and needed is not None and needed not in granted:
                     continue  # narrowed by the operator: never called
                 names = spec_argnames or tuple(impl.argnames)
-                found.append(_compile(impl, names, impl.plugin_name in self._fallbacks))
+                name = impl.plugin_name
+                found.append(_compile(impl, names, name in self._fallbacks, name in self._builtins))
         # redactors run after every other implementation, and the kernel's own fallbacks
         # (the default converter, the token estimate, the fallback compaction) answer only
         # after every plugin, trylast ones included; the sort keeps pluggy's order otherwise

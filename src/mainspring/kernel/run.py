@@ -9,6 +9,7 @@ is "safe": a raising listener is logged and never looped on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, final
 
@@ -135,9 +136,19 @@ class Run:
         self.delivery.failing = value
 
     def abort(self, reason: str) -> None:
-        """Set the signal and cut whatever the run is waiting for (see :class:`Guard`)."""
-        self.signal.set(reason)
+        """Set the signal and cut whatever the run is waiting for (see :class:`Guard`).
+
+        Called from a thread other than the one running the run's loop, it is handed to
+        the loop (the signal's callbacks and the guard belong to the loop's thread).
+        """
         task = self.task
+        if task is not None and not task.done():
+            loop = task.get_loop()
+            if not _running_in(loop):
+                with contextlib.suppress(RuntimeError):  # a closed loop runs nothing more
+                    loop.call_soon_threadsafe(self.abort, reason)
+                return
+        self.signal.set(reason)
         if task is not None and not task.done():
             self.guard.abort(task.get_loop())
 
@@ -270,3 +281,11 @@ class Run:
         if message is not None:
             self.append(message)
             await self.emit(MessageEnd, message=message)
+
+
+def _running_in(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether this thread is running ``loop``."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False

@@ -64,16 +64,19 @@ class ToolHooks(HookCaller):
             try:
                 if skipped and id(impl) in skipped:
                     raise _stalled("before_tool_call", impl)
-                if arity == 1:
-                    result = function(call)
-                elif arity == 5:
-                    result = function(call, args, tool, agent, signal)
-                elif arity == GENERAL:
-                    result = impl.general_call(every)
+                if impl.off_loop:
+                    result = await self.off_loop(impl, every, timeout)
                 else:
-                    result = function(*every[:arity])
-                if is_async or (result is not None and inspect.isawaitable(result)):
-                    result = await guard.watch(result, impl, timeout)
+                    if arity == 1:
+                        result = function(call)
+                    elif arity == 5:
+                        result = function(call, args, tool, agent, signal)
+                    elif arity == GENERAL:
+                        result = impl.general_call(every)
+                    else:
+                        result = function(*every[:arity])
+                    if is_async or (result is not None and inspect.isawaitable(result)):
+                        result = await guard.watch(result, impl, timeout)
                 # a gate that is not handed the arguments cannot have changed them
                 if fingerprint is not None and arity != 1 and fingerprint() != before:
                     raise HookError(
@@ -131,10 +134,13 @@ class ToolHooks(HookCaller):
             try:
                 if guard.stalled and id(impl) in guard.stalled:
                     raise _stalled("request_approval", impl)
-                answers = impl.call((undecided, agent, signal))
-                if impl.is_async or (answers is not None and inspect.isawaitable(answers)):
-                    left = max(deadline - loop.time(), 0.0)
-                    answers = await guard.watch(answers, impl, left)
+                left = max(deadline - loop.time(), 0.0)
+                if impl.off_loop:
+                    answers = await self.off_loop(impl, (undecided, agent, signal), left)
+                else:
+                    answers = impl.call((undecided, agent, signal))
+                    if impl.is_async or (answers is not None and inspect.isawaitable(answers)):
+                        answers = await guard.watch(answers, impl, left)
                 if answers is None:
                     continue
                 for call_id, approval in check_answers(answers, impl.plugin).items():
@@ -165,18 +171,21 @@ class ToolHooks(HookCaller):
             try:
                 if skipped and id(impl) in skipped:
                     raise _stalled("after_tool_result", impl)
-                if impl.single == 1:
-                    replacement = function(current)
-                elif arity == 2:
-                    replacement = function(call, current)
-                elif arity == 4:
-                    replacement = function(call, current, agent, signal)
-                elif arity == GENERAL:
-                    replacement = impl.general_call((call, current, agent, signal))
+                if impl.off_loop:
+                    replacement = await self.off_loop(impl, (call, current, agent, signal), timeout)
                 else:
-                    replacement = function(*(call, current, agent, signal)[:arity])
-                if is_async or (replacement is not None and inspect.isawaitable(replacement)):
-                    replacement = await guard.watch(replacement, impl, timeout)
+                    if impl.single == 1:
+                        replacement = function(current)
+                    elif arity == 2:
+                        replacement = function(call, current)
+                    elif arity == 4:
+                        replacement = function(call, current, agent, signal)
+                    elif arity == GENERAL:
+                        replacement = impl.general_call((call, current, agent, signal))
+                    else:
+                        replacement = function(*(call, current, agent, signal)[:arity])
+                    if is_async or (replacement is not None and inspect.isawaitable(replacement)):
+                        replacement = await guard.watch(replacement, impl, timeout)
                 if replacement is not None and not isinstance(replacement, ToolResult):
                     raise HookError("after_tool_result", impl.plugin, f"returned {replacement!r}")
             except BaseException as raised:
