@@ -8,6 +8,7 @@ behaviour. The docstrings say what was expected and what happened.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 import reliability_harness as rh
@@ -23,9 +24,10 @@ from reliability_strategies import (
     Scenario,
 )
 
-from mainspring import AbortSignal, CompactionSummary
+from mainspring import AbortSignal, Agent, CompactionSummary, Settings, tool
 from mainspring.providers.base import ToolCallEnd
-from mainspring.testing import faux
+from mainspring.settings import HookSettings
+from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 
 # ------------------------------------------------ on_event: one failing observer
 
@@ -486,3 +488,52 @@ def test_values_within_the_depth_limits_are_recorded_whole_in_the_session(step: 
     again on disk, and ``from_session`` resumes with different arguments/details.
     """
     rh.run_scenario(_hostile(step))
+
+
+# ------------------------------------- a stalled report raised on before message_end
+
+
+async def test_a_subscriber_raising_on_a_stalled_report_does_not_lose_the_message_end() -> None:
+    """A subscriber that ignored cancellation on a ``message_update`` was detached, and
+    reported (``hook_error``) at the next emitted event, the assistant's ``message_end``; a
+    second subscriber raised on that ``hook_error``.
+
+    Expected: the ``message_end`` still goes out, then the run fails. Found by the
+    thorough profile: the ``message_end`` was lost, and the failure answered the tool
+    calls of a message that had started and never ended.
+    """
+    hung: list[str] = []
+
+    async def deaf(event: object, signal: object) -> None:
+        if getattr(event, "type", "") != "message_update" or hung:
+            return
+        hung.append("yes")
+        while True:  # ignores cancellation: detached after the grace period
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.Event().wait()
+
+    def raising(event: object, signal: object) -> None:
+        if getattr(event, "type", "") == "hook_error":
+            raise RuntimeError("raises on hook_error")
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    reply = faux.reply(faux.text("hello there"), faux.tool_call("echo", {"text": "a"}))
+    agent = Agent(
+        model="faux:test",
+        provider=FauxProvider([reply, faux.text("done")], chunk_size=4),
+        autoload=False,
+        tools=[echo],
+        settings=Settings(hooks=HookSettings(timeout_s=0.05, abort_grace_s=0.05)),
+    )
+    recorder = EventRecorder()
+    for listener in (recorder, deaf, raising):
+        agent.subscribe(listener)
+
+    outcome = await asyncio.wait_for(agent.prompt("go"), 10)
+
+    assert outcome.reason == "error" and "raises on hook_error" in (outcome.detail or "")
+    check_event_grammar(recorder.events)

@@ -240,9 +240,13 @@ class _Watch:
         self._cancels = 0
 
     def _settled(self, value: Any) -> Any:
-        """The awaitable finished: its value, unless the wait was already cut."""
+        """The awaitable finished: its value, unless the wait was already cut (then a
+        coroutine it produced, such as a plain ``def``'s from its worker thread, is closed:
+        nobody will await it)."""
         if self._cut is None:
             return value
+        if type(value) is _COROUTINE:
+            value.close()
         raise self._outcome()
 
     def _outcome(self) -> BaseException:

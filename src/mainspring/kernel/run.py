@@ -161,8 +161,14 @@ class Run:
         emitted first: reported between two events, it lands where the grammar allows it
         (not after the ``turn_end`` it stalled on while the turn still counts as open).
         """
+        failed: Exception | None = None
         if self.delivery.reports:
-            await self._report_stalled()
+            try:
+                await self._report_stalled()
+            except Exception as error:
+                # a subscriber raised on the report: the event still goes out (a
+                # message_start never loses its message_end), then the run fails
+                failed = error
         core = self.core
         core.seq += 1
         event = BUILDERS[factory](core.seq, self.run_id, core.turn, payload)
@@ -170,6 +176,8 @@ class Run:
         pending = self.deliver(event)
         if pending is not None:
             await pending
+        if failed is not None:
+            raise failed
         return event
 
     def deliver(self, event: Any) -> Awaitable[None] | None:
