@@ -422,3 +422,16 @@ async def test_a_schema_the_server_cannot_compile_still_gets_a_forced_call() -> 
     assert [start.name for start in starts] == ["lookup"]
     fragments = [e.arguments_json_fragment for e in events if isinstance(e, ToolCallDelta)]
     assert isinstance(json.loads("".join(fragments)), dict)
+
+
+async def test_back_to_back_requests_all_get_a_reply() -> None:
+    # the server used to drop a kept-alive connection as the next request went out on it
+    # (about one request in eight failed with "Server disconnected without sending a
+    # response"); each request now has its own connection
+    provider = _provider(max_output_tokens=2, tool_mode="off")
+    request = ModelRequest(
+        model=provider.default_model, messages=(UserMessage(content="Name a colour."),)
+    )
+    for _ in range(30):
+        events = await _collect(provider, request)
+        assert isinstance(events[-1], StreamDone)
