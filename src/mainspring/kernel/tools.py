@@ -5,9 +5,8 @@ For one assistant message:
 1. **Preparation**, serially in call order: ``tool_execution_start``, lookup, argument
    validation, then the ``before_tool_call`` gates (a ``tool_decision`` per call that
    reached them). A call that fails preparation gets its ``tool_execution_end`` at once.
-2. **Execution**: concurrently, or one at a time when any tool of the batch declares
-   ``sequential=True``. ``tool_execution_update`` and ``tool_execution_end`` follow
-   completion order; ``after_tool_result`` runs as each call completes.
+2. **Execution**: concurrently, or one at a time when a tool of the batch is ``sequential``.
+   Updates and ends follow completion order; ``after_tool_result`` runs as each completes.
 3. **Results**: one tool-result message per call, in call order.
 
 Every call gets exactly one result, whatever happens: unknown tool, invalid arguments,
