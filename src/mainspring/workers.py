@@ -4,8 +4,9 @@
 joins at exit: one blocking function that never returns would keep the program from
 ending. :func:`in_daemon_thread` runs the function in a daemon thread and hands the
 outcome back to the loop; if nobody waits for it any more (the call was aborted or timed
-out), the outcome is dropped (a coroutine it returned is closed) and the thread ends with
-the function, or with the process.
+out), the outcome is dropped (a coroutine it returned is closed, never awaited) and the
+thread ends with the function, or with the process; a function whose caller stopped
+waiting before a thread took it up is not called at all.
 
 The threads are kept in a pool: a thread that finished a call waits for the next one for
 :data:`IDLE_S` seconds, then ends. A call never waits for a free thread (a call that
@@ -16,6 +17,7 @@ starts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import queue
@@ -77,30 +79,49 @@ async def in_daemon_thread(
     ``RuntimeError`` naming them (they concern the thread, not the awaiting task).
     """
     loop = asyncio.get_running_loop()
-    outcome: asyncio.Future[_T] = loop.create_future()
+    outcome: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
+    abandoned = False
 
     def work() -> None:
+        if abandoned:
+            return  # the caller stopped waiting before this thread took the call up
         try:
             result = context.run(function, *args)
         except BaseException as error:  # handed to the awaiting task, whatever it is
             _hand_back(loop, outcome, None, error)
         else:
-            _hand_back(loop, outcome, result, None)
+            _hand_back(
+                loop, outcome, _Owned(result) if inspect.iscoroutine(result) else result, None
+            )
 
     _POOL.submit(work, name)
     try:
-        return await outcome
+        value = await outcome
     except BaseException:
-        # cut while the result was on its way: a coroutine in it is closed, never awaited
-        if outcome.done() and not outcome.cancelled() and outcome.exception() is None:
-            _close_coroutine(outcome.result())
+        abandoned = True
         raise
+    if isinstance(value, _Owned):
+        return value.take()  # type: ignore[no-any-return]
+    return value  # type: ignore[no-any-return]
 
 
-def _close_coroutine(value: Any) -> None:
-    if inspect.iscoroutine(value):
-        value.close()
+class _Owned:
+    """A coroutine a function returned, on its way to the caller: closed (never awaited,
+    so never warned about) if the caller is gone and it is dropped on the way."""
+
+    __slots__ = ("_coroutine",)
+
+    def __init__(self, coroutine: Any) -> None:
+        self._coroutine = coroutine
+
+    def take(self) -> Any:
+        coroutine, self._coroutine = self._coroutine, None
+        return coroutine
+
+    def __del__(self) -> None:
+        if self._coroutine is not None:
+            self._coroutine.close()
 
 
 def _hand_back(
@@ -111,7 +132,6 @@ def _hand_back(
 ) -> None:
     def settle() -> None:
         if outcome.done():  # the caller stopped waiting (abort, timeout)
-            _close_coroutine(result)  # nobody will await it
             return
         if error is None:
             outcome.set_result(result)
@@ -120,7 +140,5 @@ def _hand_back(
         else:
             outcome.set_exception(error)
 
-    try:
+    with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
         loop.call_soon_threadsafe(settle)
-    except RuntimeError:  # a closed loop: nobody is waiting any more
-        _close_coroutine(result)

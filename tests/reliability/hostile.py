@@ -435,6 +435,10 @@ def _hook_name(hook: str) -> str:
     return "listener" if hook == "subscriber" else hook
 
 
+TOOL_HOOKS = ("before_tool_call", "after_tool_result")
+"""The hooks that only run inside a turn (a call of theirs always has a ``turn``)."""
+
+
 def check_hostile(world: Any, number: int, mine: list[Any]) -> None:
     """What each hostile act of run ``number`` must have led to (``world.fail`` if not)."""
     run_id = mine[0].run_id
@@ -443,6 +447,10 @@ def check_hostile(world: Any, number: int, mine: list[Any]) -> None:
     spec: rs.HostileSpec = world.scenario.hostile
     for fired in world.hostile_fired:
         if fired.run_id != run_id:
+            continue
+        if fired.turn is None and aborted and fired.hook in TOOL_HOOKS:
+            # a plain def started in its worker thread as the abort cut the wait for it:
+            # it ran after its turn ended, its call already answered
             continue
         after = world.recorder.events[fired.at_event :]
         named = [
