@@ -17,7 +17,6 @@ starts.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import inspect
 import queue
@@ -100,6 +99,8 @@ async def in_daemon_thread(
         value = await outcome
     except BaseException:
         abandoned = True
+        if outcome.done() and not outcome.cancelled() and outcome.exception() is None:
+            _discard(outcome.result())  # it arrived as the wait was cut
         raise
     if isinstance(value, _Owned):
         return value.take()  # type: ignore[no-any-return]
@@ -119,9 +120,20 @@ class _Owned:
         coroutine, self._coroutine = self._coroutine, None
         return coroutine
 
-    def __del__(self) -> None:
-        if self._coroutine is not None:
-            self._coroutine.close()
+    def close(self) -> None:
+        """Close the coroutine unless it was taken (at once: finalised in a garbage
+        cycle, it could warn before this object's ``__del__`` ran)."""
+        coroutine = self.take()
+        if coroutine is not None:
+            coroutine.close()
+
+    __del__ = close
+
+
+def _discard(value: Any) -> None:
+    """A result nobody will take: a coroutine in it is closed now."""
+    if isinstance(value, _Owned):
+        value.close()
 
 
 def _hand_back(
@@ -132,6 +144,7 @@ def _hand_back(
 ) -> None:
     def settle() -> None:
         if outcome.done():  # the caller stopped waiting (abort, timeout)
+            _discard(result)
             return
         if error is None:
             outcome.set_result(result)
@@ -140,5 +153,7 @@ def _hand_back(
         else:
             outcome.set_exception(error)
 
-    with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+    try:
         loop.call_soon_threadsafe(settle)
+    except RuntimeError:  # a closed loop: nobody is waiting any more
+        _discard(result)

@@ -554,12 +554,13 @@ def _check_timeouts(world: Any, mine: list[Any], aborted: bool) -> None:
     """A timed hostile tool that ran, unaborted and unfiltered, timed out."""
     if aborted or world.filters_replace:
         return
-    executed = {call_id for *_, call_id in world.executed}
+    # a call id may come back in a later turn (blocked there, say): a call is matched by
+    # its run and turn too, except a plain function's, which records none ("thread")
+    executed = set(world.executed)
     for event in mine:
-        if (
-            event.type == "tool_execution_end"
-            and event.tool_name in rs.TIMED_HOSTILE_TOOLS
-            and event.tool_call_id in executed
-            and "timed out after" not in event.result.text
-        ):
+        if event.type != "tool_execution_end" or event.tool_name not in rs.TIMED_HOSTILE_TOOLS:
+            continue
+        call = event.tool_call_id
+        ran = (event.run_id, event.turn, call) in executed or ("thread", None, call) in executed
+        if ran and "timed out after" not in event.result.text:
             world.fail(f"a hostile tool past its timeout_s did not time out: {event.result.text!r}")
