@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 from mainspring import hookspecs
+from mainspring.hooks.table import HOOKS
 
 HEADER = """# Hook reference
 
@@ -101,6 +102,27 @@ def top_level_sources(path: Path) -> dict[str, str]:
     return found
 
 
+def rules_table() -> str:
+    """The hook table (``mainspring.hooks.table``) as Markdown: each hook's rules."""
+    rows = [
+        "## The hook table\n",
+        "Every rule below is data in `src/mainspring/hooks/table.py`; the kernel applies it, "
+        "and this table is generated from it.\n",
+        "| hook | implementations | results combine | if one fails | if one stalls | "
+        "a plugin's plain `def` runs | capability |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in ORDER:
+        rules = HOOKS[name]
+        kind = "plain `def` only" if rules.sync else "`def` or `async def`"
+        where = "in a worker thread" if rules.threaded else "on the event loop"
+        rows.append(
+            f"| `{name}` | {kind} | {rules.combine.value} | {rules.on_failure.value} | "
+            f"{rules.on_stall.value} | {where} | `{rules.capability}` |"
+        )
+    return "\n".join(rows) + "\n\n"
+
+
 def render() -> str:
     """The reference as Markdown."""
     shown = examples()
@@ -108,7 +130,7 @@ def render() -> str:
     missing = (hookspecs.SYNC_HOOKS | hookspecs.ASYNC_HOOKS) - set(ORDER)
     if missing:
         raise SystemExit(f"add {', '.join(sorted(missing))} to ORDER in {__file__}")
-    parts = [HEADER]
+    parts = [HEADER, rules_table()]
     for name in ORDER:
         function = getattr(hookspecs, name)
         signature = str(inspect.signature(function)).replace("'", "")

@@ -16,9 +16,9 @@ from .errors import (
     PluginLoadError,
     StopRun,
 )
+from .hooks.plan import nonblocking, redactor
 from .hookspecs import hookimpl
 from .kernel.agent import Agent
-from .kernel.relay import nonblocking, redactor
 from .kernel.state import AgentState
 from .message_json import CustomMessage, decode_message, encode_message
 from .messages import (

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from .hooks.table import HOOKS
+
 if TYPE_CHECKING:
     from .errors import Approval, ApprovalRequest, Ask, Block, CompactionResult
     from .kernel.agent import Agent
@@ -105,7 +107,7 @@ def count_tokens(messages: tuple[Any, ...], model: Model) -> int | None:
     """
 
 
-@hookspec(firstresult=True)
+@hookspec
 async def compact(
     messages: tuple[Any, ...], model: Model, reason: str, agent: Agent, signal: AbortSignal
 ) -> CompactionResult | None:
@@ -327,20 +329,8 @@ async def on_event(event: Event, agent: Agent, signal: AbortSignal) -> None:
     """
 
 
-SYNC_HOOKS: frozenset[str] = frozenset({"count_tokens", "register_tools", "register_providers"})
-"""Hooks whose implementations must be plain functions."""
+SYNC_HOOKS: frozenset[str] = frozenset(name for name, rules in HOOKS.items() if rules.sync)
+"""Hooks whose implementations must be plain functions (from the hook table)."""
 
-ASYNC_HOOKS: frozenset[str] = frozenset(
-    {
-        "transform_context",
-        "convert_to_llm",
-        "compact",
-        "before_tool_call",
-        "request_approval",
-        "after_tool_result",
-        "filter_tool_update",
-        "should_stop_after_turn",
-        "on_event",
-    }
-)
-"""Run-time hooks: implementations may be sync or async; wrappers are rejected."""
+ASYNC_HOOKS: frozenset[str] = frozenset(name for name, rules in HOOKS.items() if not rules.sync)
+"""Run-time hooks: implementations may be sync or async (from the hook table)."""

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["IDLE_S", "in_daemon_thread"]
+__all__ = ["IDLE_S", "Owned", "in_daemon_thread"]
 
 _T = TypeVar("_T")
 
@@ -91,7 +91,7 @@ async def in_daemon_thread(
             _hand_back(loop, outcome, None, error)
         else:
             _hand_back(
-                loop, outcome, _Owned(result) if inspect.iscoroutine(result) else result, None
+                loop, outcome, Owned(result) if inspect.iscoroutine(result) else result, None
             )
 
     _POOL.submit(work, name)
@@ -102,14 +102,18 @@ async def in_daemon_thread(
         if outcome.done() and not outcome.cancelled() and outcome.exception() is None:
             _discard(outcome.result())  # it arrived as the wait was cut
         raise
-    if isinstance(value, _Owned):
+    if isinstance(value, Owned):
         return value.take()  # type: ignore[no-any-return]
     return value  # type: ignore[no-any-return]
 
 
-class _Owned:
-    """A coroutine a function returned, on its way to the caller: closed (never awaited,
-    so never warned about) if the caller is gone and it is dropped on the way."""
+class Owned:
+    """A coroutine on its way from a worker thread to the caller: closed (never awaited,
+    so never warned about) if the caller is gone and it is dropped on the way.
+
+    A function run by :func:`in_daemon_thread` that returns a coroutine gets it wrapped
+    in one; a function returning a structure with a coroutine inside wraps it itself.
+    """
 
     __slots__ = ("_coroutine",)
 
@@ -132,7 +136,7 @@ class _Owned:
 
 def _discard(value: Any) -> None:
     """A result nobody will take: a coroutine in it is closed now."""
-    if isinstance(value, _Owned):
+    if isinstance(value, Owned):
         value.close()
 
 

@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import AgentBusyError
+from ..hooks.facade import Hooks
+from ..hooks.plan import HookRelay
 from ..messages import AssistantMessage, ToolResultMessage, UserMessage
 from ..providers.base import Model, Provider, ThinkingLevel
 from ..settings import Settings
@@ -23,10 +25,9 @@ from .assembly import (
     resolve_model,
 )
 from .events import AgentEnd
-from .hooks import Hooks
+from .invariants import transcript_problem
 from .loop import execute_run
 from .plugins import PluginSet, load_plugins
-from .relay import HookRelay
 from .run import Run
 from .signal import AbortSignal
 from .state import AgentState, Core
@@ -87,7 +88,7 @@ class Agent(Approving, Closing, Editing):
         )
         # registering or unregistering a plugin later rebuilds the compiled hook plans
         self._plugin_set.on_change(relay.invalidate)
-        self._hooks = Hooks(relay)
+        self._hooks = Hooks(relay, transcript_problem)
         self._provider_override = provider
         self._providers = collect_providers(self._hooks, self, self._plugin_set, provider)
         self._tool_set = collect_tools(self._hooks, self, self._plugin_set, tools)

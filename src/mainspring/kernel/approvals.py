@@ -125,8 +125,30 @@ async def decide_approvals(run: Run, pending: PendingApprovals) -> dict[str, Dec
             return pending.decisions
         loop = asyncio.get_running_loop()
         deadline = loop.time() + settings.timeout_s
+
+        def take(plugin: str, answers: Any) -> None:
+            for call_id, approval in check_answers(answers, plugin).items():
+                pending.decide(call_id, _answer(approval, "approver", plugin))
+
+        def refuse(plugin: str, timed_out: bool, why: str) -> None:
+            why = "no answer in time" if timed_out else f"it failed ({why})"
+            pending.decide_rest(
+                Decision(
+                    False,
+                    "timeout" if timed_out else "approver",
+                    plugin,
+                    f"the approver {plugin!r} did not decide: {why}",
+                )
+            )
+
         await hooks.request_approval(
-            pending, run.agent, run.signal, run.report_hook_error, deadline, _answer
+            pending.undecided,
+            run.agent,
+            run.signal,
+            run.report_hook_error,
+            deadline,
+            take,
+            refuse,
         )
         left = deadline - loop.time()
         if settings.api and pending.undecided() and left > 0:

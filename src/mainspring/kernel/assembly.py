@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast, get_args
 
 from ..errors import HookError, PluginLoadError
+from ..hooks.facade import Hooks
 from ..messages import UserMessage
 from ..providers.base import DEFAULT_CONTEXT_WINDOW, Model, Provider, ThinkingLevel
 from ..tools import Tool
-from .hooks import Hooks
 from .plugins import PluginSet
 
 __all__ = [

@@ -26,9 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import PluginLoadError
+from ..hooks.table import HOOKS
 from ..logs import get_logger
 from .plugin_controls import normalise
 
@@ -55,21 +57,11 @@ log = get_logger("mainspring.plugins")
 MANIFEST_GROUP: Final = "mainspring.capabilities"
 """The entry-point group of installed plugins' manifests (one ``PLUGIN.CAPABILITY`` each)."""
 
-CAPABILITY_OF: Final[Mapping[str, str]] = {
-    "register_tools": "tools",
-    "register_providers": "providers",
-    "before_tool_call": "gate",
-    "request_approval": "approve",
-    "after_tool_result": "redact",
-    "filter_tool_update": "redact",
-    "transform_context": "context",
-    "convert_to_llm": "context",
-    "count_tokens": "context",
-    "compact": "compaction",
-    "on_event": "observe",
-    "should_stop_after_turn": "observe",
-}
-"""The capability each hook needs. ``context`` and ``observe`` see the conversation."""
+CAPABILITY_OF: Final[Mapping[str, str]] = MappingProxyType(
+    {name: rules.capability for name, rules in HOOKS.items()}
+)
+"""The capability each hook needs (from the hook table). ``context`` and ``observe`` see
+the conversation."""
 
 CAPABILITIES: Final = frozenset(CAPABILITY_OF.values())
 

@@ -19,30 +19,31 @@ right after the event's delivery) and is not called again in this run; the run g
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import HookError, HookTimeoutError, StopRun
+from ..hooks.failures import failure_of, passes_through
+from ..hooks.plan import HookRelay
 from ..logs import get_logger
-from .relay import GENERAL, HookRelay
-from .signal import RunAborted
+from ..signal import RunAborted
 
 if TYPE_CHECKING:
-    from .guard import Guard
-    from .signal import AbortSignal
+    from ..hooks.guard import Guard
+    from ..signal import AbortSignal
 
-__all__ = ["LISTENER", "Delivery", "ListenerError"]
+__all__ = ["Delivery", "ListenerError"]
 
 log = get_logger("mainspring.kernel")
 
-LISTENER = -2
-"""The arity code of a subscriber: called ``listener(event, signal)``."""
+# (call, awaits, owner, listener): ``call`` takes ``(event, agent, signal)``; ``owner`` is
+# the observer's Implementation or the subscriber itself
+_Step = tuple[Callable[[tuple[Any, ...]], Any], bool, Any, bool]
 
-# (function, arity, is_async, owner, position): owner is the Implementation of an
-# observer or the subscriber itself
-_Step = tuple[Any, int, bool, Any, int]
+
+def _listener_call(listener: Any) -> Callable[[tuple[Any, ...]], Any]:
+    return lambda args: listener(args[0], args[2])
 
 
 class ListenerError(Exception):
@@ -104,18 +105,22 @@ class Delivery:
         self._plan: tuple[_Step, ...] = ()
 
     def plan(self, listeners: tuple[Any, ...]) -> tuple[_Step, ...]:
-        """The delivery plan for ``listeners`` then the current observers (cached)."""
+        """The delivery plan for ``listeners`` then the current observers (cached).
+
+        An observer marked :func:`~mainspring.hooks.plan.observes_when` is left out of
+        the plan while its predicate says it has nothing to do for this agent.
+        """
         relay = self.relay
         if listeners is self._listeners and relay.version == self._version:
             return self._plan
-        observers = relay.plan("on_event")
         steps: list[_Step] = [
-            (listener, LISTENER, False, listener, index) for index, listener in enumerate(listeners)
+            (_listener_call(listener), False, listener, True) for listener in listeners
         ]
-        offset = len(steps)
+        agent = self.agent
         steps.extend(
-            (function, arity, is_async, impl, offset + position)
-            for function, arity, is_async, position, impl in observers
+            (impl.call, impl.awaits, impl, False)
+            for impl in relay.plan("on_event")
+            if impl.wanted is None or impl.wanted(agent)
         )
         self._listeners, self._version, self._plan = listeners, relay.version, tuple(steps)
         return self._plan
@@ -125,90 +130,70 @@ class Delivery:
         if event.seq <= self.quiet_through:
             return None
         plan = self.plan(listeners)
-        agent, signal = self.agent, self.signal
+        args = (event, self.agent, self.signal)
         skipped = self.guard.stalled
         failure: BaseException | None = None
-        for function, arity, is_async, owner, position in plan:
+        for position, (call, awaits, owner, listener) in enumerate(plan):
             if skipped and id(owner) in skipped:
                 continue
             try:
-                if arity == LISTENER:
-                    result = function(event, signal)
-                elif arity == 1:
-                    result = function(event)
-                elif arity == 3:
-                    result = function(event, agent, signal)
-                elif arity == GENERAL:
-                    result = owner.general_call((event, agent, signal))
-                else:
-                    result = function(*(event, agent, signal)[:arity])
-                if is_async or (result is not None and inspect.isawaitable(result)):
-                    return self._rest(event, plan, position, result, failure)
+                result = call(args)
+                if awaits or (result is not None and inspect.isawaitable(result)):
+                    return self._rest(args, plan, position, result, failure)
             except BaseException as raised:
-                failure = self._failed(owner, arity, event, raised, failure)
+                failure = self._failed(owner, listener, event, raised, failure)
         if failure is not None:
             raise failure
         return None
 
     async def _rest(
         self,
-        event: Any,
+        args: tuple[Any, ...],
         plan: tuple[_Step, ...],
         position: int,
         pending: Awaitable[Any],
         failure: BaseException | None,
     ) -> None:
         """The rest of :meth:`deliver` from the step at ``position``, which is pending."""
-        agent, signal, guard, timeout = self.agent, self.signal, self.guard, self.timeout_s
+        guard, timeout = self.guard, self.timeout_s
         watch = guard.watch
-        function, arity, _, owner, _ = plan[position]
+        event = args[0]
+        _, _, owner, listener = plan[position]
         try:
             await watch(pending, owner, timeout)
         except BaseException as raised:
-            failure = self._failed(owner, arity, event, raised, failure)
+            failure = self._failed(owner, listener, event, raised, failure)
         skipped = guard.stalled
-        for function, arity, is_async, owner, _ in plan[position + 1 :]:
+        for call, awaits, owner, listener in plan[position + 1 :]:
             if skipped and id(owner) in skipped:
                 continue
             try:
-                # as in deliver(): async observers make this loop hot too
-                if arity == 1:
-                    result = function(event)
-                elif arity == 3:
-                    result = function(event, agent, signal)
-                elif arity == LISTENER:
-                    result = function(event, signal)
-                elif arity == GENERAL:
-                    result = owner.general_call((event, agent, signal))
-                else:
-                    result = function(*(event, agent, signal)[:arity])
-                if is_async or (result is not None and inspect.isawaitable(result)):
+                result = call(args)
+                if awaits or (result is not None and inspect.isawaitable(result)):
                     await watch(result, owner, timeout)
             except BaseException as raised:
-                failure = self._failed(owner, arity, event, raised, failure)
+                failure = self._failed(owner, listener, event, raised, failure)
         if failure is not None:
             raise failure
 
     def _failed(
         self,
         owner: Any,
-        arity: int,
+        listener: bool,
         event: Any,
         raised: BaseException,
         failure: BaseException | None,
     ) -> BaseException | None:
         """Record ``raised`` from one step; the failure to raise after the delivery."""
-        if isinstance(raised, KeyboardInterrupt | SystemExit):
-            raise raised
         if isinstance(raised, RunAborted) and self.guard.aborted:
             # the abort goes on once every step has seen the event (unless already failing)
             return failure if self.failing else (failure or raised)
-        if isinstance(raised, asyncio.CancelledError) and _being_cancelled():
+        if not isinstance(raised, StopRun) and passes_through(raised, self.guard):
             raise raised
-        listener = arity == LISTENER
         name = listener_name(owner) if listener else owner.plugin
         hook = "listener" if listener else "on_event"
         if isinstance(raised, HookTimeoutError) or id(owner) in self.guard.stalled:
+            # a stall: reported, and skipped for the rest of the run
             self.guard.stalled.add(id(owner))
             self.reports.append(HookError(hook, name, raised))
             return failure
@@ -216,20 +201,13 @@ class Delivery:
             log.error("listener_failed", event_type=event.type, error=repr(raised))
             error: BaseException = ListenerError(owner, event.type, raised)
             error.__cause__ = raised
-        elif isinstance(raised, StopRun | HookError):
+        elif isinstance(raised, StopRun):
             error = raised
         else:
-            error = HookError(hook, name, raised)
-            error.__cause__ = raised
+            error = failure_of(hook, name, raised)
         if isinstance(error, HookError):
             log.error("on_event_failed", event_type=event.type, plugin=name, error=str(error))
         # a failure (or a deliberate stop) while the run is already ending changes nothing
         if failure is None and not self.failing:
             return error
         return failure
-
-
-def _being_cancelled() -> bool:
-    """Whether the current task has a cancellation requested (not one a plugin invented)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0

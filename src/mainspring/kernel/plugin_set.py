@@ -283,17 +283,18 @@ def hooks_of(pm: pluggy.PluginManager, plugin: Any) -> tuple[str, ...]:
 def validate(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
     """Refuse ``plugin`` (registered as ``name``) with a :class:`~mainspring.PluginLoadError`.
 
-    Wrappers on run-time hooks, async implementations of synchronous hooks, and
+    Hook wrappers (on any hook), async implementations of synchronous hooks, and
     implementations of unknown hooks not marked ``optionalhook=True`` are refused.
     """
     for caller in pm.get_hookcallers(plugin) or ():
         for impl in caller.get_hookimpls():
             if impl.plugin is not plugin:
                 continue
-            if caller.name in hookspecs.ASYNC_HOOKS and (impl.hookwrapper or impl.wrapper):
+            if impl.hookwrapper or impl.wrapper:
                 raise PluginLoadError(
-                    f"plugin {name!r}: {caller.name} is a run-time hook; hook wrappers are not "
-                    "supported on it, implement it as an ordinary hook",
+                    f"plugin {name!r}: hook wrappers are not supported on {caller.name} "
+                    "(the kernel calls each implementation itself, with the hook's rules); "
+                    "implement it as an ordinary hook",
                     plugin=name,
                 )
             function = impl.function

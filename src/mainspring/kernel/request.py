@@ -70,10 +70,16 @@ async def count_tokens(run: Run, messages: tuple[Any, ...]) -> int:
 
     transcript = run.core.messages
     # the request is the transcript itself: the built-in estimate is already known
-    known = transcript.estimate if messages is transcript.as_tuple() else None
-    return await run.hooks.count_tokens(
-        messages, run.model, run.report_hook_error, estimate_tokens, known=known
-    )
+    if messages is transcript.as_tuple():
+        estimate = transcript.estimate
+        return await run.hooks.count_tokens(
+            messages,
+            run.model,
+            run.report_hook_error,
+            estimate_tokens,
+            known=lambda: estimate.tokens,
+        )
+    return await run.hooks.count_tokens(messages, run.model, run.report_hook_error, estimate_tokens)
 
 
 async def compact(run: Run, reason: str, tokens_before: int) -> bool:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, final
 import structlog
 
 from ..errors import HookError
+from ..hooks.facade import Hooks
+from ..hooks.guard import Guard
 from ..logs import get_logger
 from ..messages import AssistantMessage, ToolResultMessage
 from ..tools import ToolResult
@@ -32,8 +34,6 @@ from .events import (
     TurnEnd,
     TurnStart,
 )
-from .guard import Guard
-from .hooks import Hooks
 from .signal import AbortSignal
 
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ import structlog
 from pydantic import BaseModel
 
 from ..errors import ApprovalRequest, HookTimeoutError
+from ..hooks.guard import MIN_WAIT_S, Guard
 from ..jsonable import to_jsonable
 from ..logs import get_logger
 from ..messages import (
@@ -40,7 +41,6 @@ from .events import (
     ToolExecutionStart,
     ToolExecutionUpdate,
 )
-from .guard import MIN_WAIT_S, Guard
 from .signal import RunAborted
 from .tool_context import CallContext, FileLocks, cap, to_result
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..hooks.plan import observes_when
 from ..hookspecs import hookimpl
 from ..logs import get_logger
 
@@ -28,8 +29,9 @@ _DEBUG = logging.DEBUG
 
 
 @hookimpl
+@observes_when(lambda agent: _stdlib.isEnabledFor(_DEBUG))
 def on_event(event: Any) -> None:
-    """Log ``event`` at debug level (free when debug logging is off)."""
+    """Log ``event`` at debug level (not called in a run that started with debug logging off)."""
     if not _stdlib.isEnabledFor(_DEBUG):
         return
     fields: dict[str, Any] = {"seq": event.seq, "run_id": event.run_id, "turn": event.turn}

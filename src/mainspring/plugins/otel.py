@@ -26,8 +26,8 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..hooks.plan import observes_when, redactor
 from ..hookspecs import hookimpl
-from ..kernel.relay import redactor
 from ..logs import get_logger
 
 if TYPE_CHECKING:
@@ -128,7 +128,12 @@ def _failed(agent: Any, trace: Any, error: BaseException) -> None:
         trace.close("tracing failed")
 
 
+def _tracing(agent: Any) -> bool:
+    return id(agent) in _traces or tracing_enabled(agent.settings.otel)
+
+
 @hookimpl
+@observes_when(_tracing)
 def on_event(event: Any, agent: Any, signal: Any) -> None:
     """Feed ``event`` to the run's trace; start one at ``agent_start`` when tracing is on."""
     trace = _traces.get(id(agent))

@@ -41,6 +41,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from ..hooks.plan import observes_when
 from ..hookspecs import hookimpl
 from ..logs import get_logger
 from ..session_files import FileState, claim_for, file_state, inspect_session, try_lock
@@ -275,6 +276,7 @@ def _close(writer: _Writer) -> None:
 
 
 @hookimpl
+@observes_when(lambda agent: agent.settings.session_path is not None)
 def on_event(event: Any, agent: Any) -> None:
     """Record kept messages and compactions; see the module for the rules."""
     path = agent.settings.session_path

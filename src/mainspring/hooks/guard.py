@@ -35,7 +35,7 @@ from typing import Any, Literal, final
 
 from ..errors import HookTimeoutError
 from ..logs import get_logger
-from .signal import RunAborted
+from ..signal import RunAborted
 
 __all__ = ["MIN_WAIT_S", "Guard"]
 

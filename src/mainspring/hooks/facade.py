@@ -1,0 +1,617 @@
+"""The hook facade: every hook called with its rule from the hook table.
+
+The engine never calls ``pm.hook.x(...)``; it calls the methods of :class:`Hooks`. Each
+method is the hook's combining rule (:class:`~mainspring.hooks.table.Combine`) written as a
+loop over the hook's compiled plan (:mod:`mainspring.hooks.plan`); every implementation is
+called by one function, :meth:`Hooks.call`, and every exception is classified by one
+function, :func:`~mainspring.hooks.failures.failure_of` (after
+:func:`~mainspring.hooks.failures.passes_through`). What a failure or a stall then means is
+the hook's row of the table; ``report`` callbacks turn a contained failure into a
+``hook_error`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, final
+
+from ..errors import Ask, Block, CompactionResult, HookError
+from ..tools import ToolResult
+from ..workers import Owned, in_daemon_thread
+from .failures import failure_of, kernel_finding, passes_through, stalled, timed_out
+from .guard import Guard
+from .plan import HookRelay, Implementation
+from .table import HOOKS, Failure
+
+if TYPE_CHECKING:
+    from ..messages import ToolCall
+    from ..providers.base import Model, Provider
+    from ..signal import AbortSignal
+    from ..tools import Tool
+
+__all__ = ["GateDecision", "Hooks", "Report", "as_tuple"]
+
+Report = Callable[[HookError, str], Awaitable[None]]
+"""``report(error, outcome)``: emit a ``hook_error`` saying what the kernel did."""
+
+Check = Callable[..., "str | None"]
+"""``check(messages, llm_only=...)``: what is wrong with a transcript a plugin returned
+(``llm_only``: it must hold LLM messages only), or ``None``."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class GateDecision:
+    """The outcome of ``before_tool_call``: ``plugin`` is ``None`` when allowed.
+
+    ``asked`` is ``(plugin, reason)`` when no gate blocked and some asked for approval
+    (the first gate that asked; the reasons of all of them).
+    """
+
+    blocked: bool
+    plugin: str | None = None
+    reason: str | None = None
+    asked: tuple[str, str] | None = None
+
+
+def as_tuple(value: Any, hook: str, plugin: str) -> tuple[Any, ...]:
+    """``value`` (a sequence a plugin returned) as a tuple; a :class:`HookError` if it is not."""
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return tuple(value)
+    raise HookError(hook, plugin, f"returned {type(value).__name__}, expected a sequence")
+
+
+Absorb = Callable[[Implementation, Any, Any], tuple[Any, bool]]
+"""``absorb(impl, carry, result) -> (carry, stop)``: one result folded in (pure computing)."""
+
+Failed = Callable[[HookError, Any], Awaitable[tuple[Any, bool]]]
+"""``await failed(error, carry) -> (carry, go_on)``: a failure reported and applied."""
+
+
+@final
+class _Progress:
+    """Where a worker thread is in a segment of implementations; ``cut`` stops it."""
+
+    __slots__ = ("at", "cut", "plugin")
+
+    def __init__(self, plugin: str) -> None:
+        self.at = 0
+        self.cut = False
+        self.plugin = plugin  # names the segment in the guard's logs
+
+
+def _run_segment(
+    segment: tuple[Implementation, ...],
+    carry: Any,
+    args_of: Callable[[Any], tuple[Any, ...]],
+    absorb: Absorb,
+    progress: _Progress,
+) -> tuple[int, Any, bool, BaseException | None, Any]:
+    """In a worker thread: call ``segment`` in order, folding each result in.
+
+    ``(ran, carry, stop, raised, pending)``: ``ran`` is the position after the last
+    implementation folded in, or that of the one that raised (``raised``) or returned an
+    awaitable (``pending``, left to the loop to await).
+    """
+    for position, impl in enumerate(segment):
+        if progress.cut:  # the caller stopped waiting: nothing more is called
+            return position, carry, False, None, None
+        progress.at, progress.plugin = position, impl.plugin
+        try:
+            result = impl.call(args_of(carry))
+            if result is not None and inspect.isawaitable(result):
+                return (
+                    position,
+                    carry,
+                    False,
+                    None,
+                    Owned(result) if inspect.iscoroutine(result) else result,
+                )
+            carry, stop = absorb(impl, carry, result)
+        except BaseException as raised:  # raised on the loop, as if called there
+            return position, carry, False, raised, None
+        if stop:
+            return position + 1, carry, True, None, None
+    return len(segment), carry, False, None, None
+
+
+def _text(reason: object) -> str:
+    """A gate's reason as text; a reason that is not a string is named by its type."""
+    return reason if isinstance(reason, str) else f"(a {type(reason).__name__} as the reason)"
+
+
+@final
+class Hooks:
+    """Calls every hook with its combining rule and failure semantics.
+
+    During a run, awaitable results are awaited under the run's :class:`Guard` with the
+    ``hooks.timeout_s`` deadline (see :meth:`begin_run`). What passes through untouched,
+    whatever the hook: ``StopRun``, ``KeyboardInterrupt``/``SystemExit``, the run's own
+    cancellation and its abort. Every other exception, ``BaseException`` subclasses
+    included, is the implementation's failure. An implementation that timed out or was
+    detached is not called again in the run: where it would be, the kernel applies the
+    hook's stall rule (a gate blocks, a filter withholds, a transform or observer is
+    skipped).
+    """
+
+    __slots__ = ("check_transcript", "guard", "relay", "timeout_s")
+
+    def __init__(self, relay: HookRelay, check_transcript: Check) -> None:
+        self.relay = relay
+        self.check_transcript = check_transcript
+        self.guard = Guard(0.0)
+        self.timeout_s: float | None = None
+
+    def begin_run(self, guard: Guard, timeout_s: float | None) -> None:
+        """Use ``guard`` and the per-call deadline ``timeout_s`` for the run starting."""
+        self.guard = guard
+        self.timeout_s = timeout_s
+
+    # -- the one call path ----------------------------------------------------------------
+
+    async def _drive(
+        self,
+        hook: str,
+        carry: Any,
+        args_of: Callable[[Any], tuple[Any, ...]],
+        absorb: Absorb,
+        failed: Failed,
+        deadline: float | None = None,
+    ) -> Any:
+        """Call ``hook``'s implementations in plan order; the final ``carry``.
+
+        For each implementation: ``args_of(carry)`` gives its arguments, and
+        ``absorb(impl, carry, result)`` (pure computing: it may run in a worker thread)
+        folds its result in, returning ``(carry, stop)``; ``stop`` ends the calls. A
+        failure (an exception, garbage caught by ``absorb``, a timeout, a stall) is
+        classified once and handed to ``await failed(error, carry)``, which reports it and
+        returns ``(carry, go_on)``. Awaitable results are awaited under the run's guard
+        with ``hooks.timeout_s`` (or until ``deadline``, the loop's clock).
+
+        Consecutive *threaded* implementations (a plugin's plain ``def``) run in one
+        worker-thread hand-over, in order, with ``absorb`` between them: they share one
+        deadline, and if it passes, the one running then is blamed (stalled) and the
+        ones after it are called in a new hand-over.
+        """
+        plan = self.relay.plan(hook)
+        count = len(plan)
+        guard = self.guard
+        index = 0
+        while index < count:
+            impl = plan[index]
+            timeout = self._timeout(deadline)
+            if guard.stalled and id(impl) in guard.stalled:
+                index += 1
+                if HOOKS[hook].on_stall is not Failure.SKIP:
+                    carry, go_on = await failed(stalled(hook, impl.plugin), carry)
+                    if not go_on:
+                        return carry
+                continue
+            if impl.threaded:
+                end = index + 1
+                while end < count and plan[end].threaded and id(plan[end]) not in guard.stalled:
+                    end += 1
+                index, carry, stop, error = await self._segment(
+                    hook, plan[index:end], index, carry, args_of, absorb, timeout
+                )
+            else:
+                index += 1
+                try:
+                    result = impl.call(args_of(carry))
+                    if impl.awaits or (result is not None and inspect.isawaitable(result)):
+                        result = await guard.watch(result, impl, timeout)
+                    carry, stop = absorb(impl, carry, result)
+                    error = None
+                except BaseException as raised:
+                    error = self._classify(hook, impl, raised)
+                    stop = False
+            if error is not None:
+                carry, go_on = await failed(error, carry)
+                if not go_on:
+                    return carry
+            elif stop:
+                return carry
+        return carry
+
+    async def _segment(
+        self,
+        hook: str,
+        segment: tuple[Implementation, ...],
+        start: int,
+        carry: Any,
+        args_of: Callable[[Any], tuple[Any, ...]],
+        absorb: Absorb,
+        limit_s: float | None,
+    ) -> tuple[int, Any, bool, HookError | None]:
+        """Run ``segment`` (threaded implementations from plan index ``start``) in one
+        worker-thread hand-over: ``(next index, carry, stop, error)``."""
+        progress = _Progress(segment[0].plugin)
+        guard = self.guard
+        try:
+            ran, carry, stop, raised, pending = await guard.watch(
+                in_daemon_thread(
+                    _run_segment,
+                    segment,
+                    carry,
+                    args_of,
+                    absorb,
+                    progress,
+                    name=f"mainspring-hook {hook}",
+                ),
+                progress,
+                limit_s,
+            )
+        except BaseException as cut:
+            progress.cut = True
+            guard.stalled.discard(id(progress))
+            if passes_through(cut, guard):
+                raise
+            blamed = segment[progress.at]
+            guard.stalled.add(id(blamed))  # a timeout or a detachment: not called again
+            return start + progress.at + 1, carry, False, failure_of(hook, blamed.plugin, cut)
+        impl = segment[ran] if ran < len(segment) else segment[-1]
+        if raised is not None:
+            return start + ran + 1, carry, False, self._classify(hook, impl, raised)
+        if pending is not None:
+            # a plain def returned an awaitable: awaited here, then folded in
+            try:
+                awaitable = pending.take() if isinstance(pending, Owned) else pending
+                if HOOKS[hook].sync:
+                    close = getattr(awaitable, "close", None)
+                    if close is not None:
+                        close()
+                    raise HookError(hook, impl.plugin, "returned an awaitable from a sync hook")
+                result = await guard.watch(awaitable, impl, limit_s)
+                carry, stop = absorb(impl, carry, result)
+            except BaseException as raised_later:
+                return start + ran + 1, carry, False, self._classify(hook, impl, raised_later)
+            return start + ran + 1, carry, stop, None
+        return start + ran, carry, stop, None
+
+    def _classify(self, hook: str, impl: Implementation, raised: BaseException) -> HookError:
+        """``raised`` as ``impl``'s failure; re-raises what passes through."""
+        if passes_through(raised, self.guard):
+            raise raised
+        return failure_of(hook, impl.plugin, raised)
+
+    def _timeout(self, deadline: float | None) -> float | None:
+        if deadline is None:
+            return self.timeout_s
+        return max(deadline - asyncio.get_running_loop().time(), 0.0)
+
+    # -- context ----------------------------------------------------------------------------
+
+    async def _chain_messages(
+        self,
+        hook: str,
+        messages: tuple[Any, ...],
+        rest: tuple[Any, ...],
+        report: Report,
+        sendable: bool = False,
+    ) -> tuple[Any, ...]:
+        plan = self.relay.plan(hook)
+        if not plan or (sendable and len(plan) == 1 and plan[0].trusted):
+            return messages  # the built-in converter would hand these back unchanged
+        last = plan[-1]
+        check = self.check_transcript
+        converting = hook == "convert_to_llm"
+
+        def args_of(current: tuple[Any, ...]) -> tuple[Any, ...]:
+            return (current, *rest)
+
+        def absorb(impl: Implementation, current: Any, result: Any) -> tuple[Any, bool]:
+            if result is None:
+                return current, False
+            candidate = as_tuple(result, hook, impl.plugin)
+            if not impl.trusted:
+                # custom roles may flow between converters; the last one must hand the
+                # provider LLM messages only
+                problem = check(candidate, llm_only=converting and impl is last)
+                if problem:
+                    raise HookError(hook, impl.plugin, f"broke the transcript: {problem}")
+            return candidate, False
+
+        async def failed(error: HookError, current: Any) -> tuple[Any, bool]:
+            await report(error, "skipped; its input was passed on unchanged")
+            return current, True
+
+        result: tuple[Any, ...] = await self._drive(hook, messages, args_of, absorb, failed)
+        return result
+
+    async def transform_context(
+        self, messages: tuple[Any, ...], agent: Any, signal: AbortSignal, report: Report
+    ) -> tuple[Any, ...]:
+        """Chain ``transform_context``; a failing implementation is skipped."""
+        return await self._chain_messages("transform_context", messages, (agent, signal), report)
+
+    async def convert_to_llm(
+        self, messages: tuple[Any, ...], agent: Any, report: Report, *, sendable: bool = False
+    ) -> tuple[Any, ...]:
+        """Chain ``convert_to_llm``; a failing implementation is skipped.
+
+        ``sendable`` says the kernel knows ``messages`` holds LLM messages only, none of
+        them failed: the essential built-in converter would return them unchanged, so it
+        is not called when no plugin converter is installed.
+        """
+        return await self._chain_messages("convert_to_llm", messages, (agent,), report, sendable)
+
+    async def count_tokens(
+        self,
+        messages: tuple[Any, ...],
+        model: Model,
+        report: Report,
+        fallback: Callable[[tuple[Any, ...]], int],
+        *,
+        known: Callable[[], int] | None = None,
+    ) -> int:
+        """The first non-``None`` count; ``fallback(messages)`` when every one fails.
+
+        ``known()`` is the built-in estimate of ``messages`` kept by the kernel: when only
+        the built-in implementation is left to ask, it is the answer.
+        """
+        plan = self.relay.plan("count_tokens")
+        if known is not None and all(impl.trusted for impl in plan):
+            return known()
+        args = (messages, model)
+
+        def absorb(impl: Implementation, count: Any, result: Any) -> tuple[Any, bool]:
+            if result is None:
+                return None, False
+            if isinstance(result, bool) or not isinstance(result, int):
+                raise HookError("count_tokens", impl.plugin, f"returned {result!r}")
+            return result, True
+
+        async def failed(error: HookError, count: Any) -> tuple[Any, bool]:
+            await report(error, "ignored; the built-in estimate was used")
+            return None, True
+
+        counted = await self._drive("count_tokens", None, lambda _: args, absorb, failed)
+        return fallback(messages) if counted is None else int(counted)
+
+    async def compact(
+        self,
+        messages: tuple[Any, ...],
+        model: Model,
+        reason: str,
+        agent: Any,
+        signal: AbortSignal,
+    ) -> tuple[CompactionResult, str] | None:
+        """The first non-``None`` result and the plugin that returned it.
+
+        Raises :class:`HookError` (naming the plugin) on a failure.
+        """
+        args = (messages, model, reason, agent, signal)
+        check = self.check_transcript
+
+        def absorb(impl: Implementation, won: Any, result: Any) -> tuple[Any, bool]:
+            if result is None:
+                return None, False
+            if not isinstance(result, CompactionResult):
+                raise HookError("compact", impl.plugin, f"returned {type(result).__name__}")
+            candidate = as_tuple(result.messages, "compact", impl.plugin)
+            problem = check(candidate)
+            if problem:
+                raise HookError("compact", impl.plugin, f"broke the transcript: {problem}")
+            return (CompactionResult(candidate, result.summary, result.details), impl.plugin), True
+
+        async def failed(error: HookError, won: Any) -> tuple[Any, bool]:
+            raise error
+
+        won: tuple[CompactionResult, str] | None = await self._drive(
+            "compact", None, lambda _: args, absorb, failed
+        )
+        return won
+
+    # -- tools ------------------------------------------------------------------------------
+
+    async def before_tool_call(
+        self,
+        call: ToolCall,
+        args: Any,
+        tool: Tool,
+        agent: Any,
+        signal: AbortSignal,
+        report: Report,
+        fingerprint: Callable[[], Any] | None = None,
+    ) -> GateDecision:
+        """The first ``Block`` wins; a failing gate blocks (fail closed).
+
+        ``fingerprint()`` (given for arguments that could be changed in place) is taken
+        before the gates and after each one: a gate that changed the arguments blocks
+        the call, so what runs is what every gate saw.
+        """
+        every = (call, args, tool, agent, signal)
+        before = fingerprint() if fingerprint is not None else None
+
+        def absorb(impl: Implementation, asked: Any, result: Any) -> tuple[Any, bool]:
+            # a gate that is not handed the arguments cannot have changed them
+            if fingerprint is not None and impl.argnames != ("call",) and fingerprint() != before:
+                raise HookError(
+                    "before_tool_call", impl.plugin, "changed the arguments it was asked about"
+                )
+            if result is None:
+                return asked, False
+            if isinstance(result, Block):
+                return GateDecision(True, impl.plugin, _text(result.reason)), True
+            if isinstance(result, Ask):
+                return (*asked, (impl.plugin, _text(result.reason))), False
+            raise HookError(
+                "before_tool_call",
+                impl.plugin,
+                f"returned a {type(result).__name__}, not a Block or an Ask",
+            )
+
+        async def failed(error: HookError, asked: Any) -> tuple[Any, bool]:
+            await report(error, "call blocked (fail closed)")
+            # a plugin's exception may carry internals: it goes to the event and the log;
+            # the kernel's own findings (a timeout, changed arguments, garbage) are shown
+            why = f" ({error.cause_text})" if kernel_finding(error) else ""
+            reason = f"blocked: the permission gate {error.plugin!r} failed{why}"
+            return GateDecision(True, error.plugin, reason), False
+
+        outcome = await self._drive("before_tool_call", (), lambda _: every, absorb, failed)
+        if isinstance(outcome, GateDecision):
+            return outcome
+        if outcome:
+            reasons = "; ".join(reason for _, reason in outcome)
+            return GateDecision(False, asked=(outcome[0][0], reasons))
+        return GateDecision(False)
+
+    async def request_approval(
+        self,
+        undecided: Callable[[], tuple[Any, ...]],
+        agent: Any,
+        signal: AbortSignal,
+        report: Report,
+        deadline: float,
+        take: Callable[[str, Any], None],
+        refuse: Callable[[str, bool, str], None],
+    ) -> None:
+        """Ask each approver in turn about the calls still undecided; first answer wins.
+
+        ``undecided()`` gives the requests still open; ``take(plugin, answers)`` checks
+        and records what an approver answered (raising :class:`HookError` for garbage);
+        every approver must answer before ``deadline`` (the loop's clock). One that
+        raises, returns garbage or runs out of time blocks the calls it was asked about
+        and did not answer, through ``refuse(plugin, timed_out, why)`` (fail closed); the
+        approvers after it are not asked.
+        """
+
+        def args_of(_: Any) -> tuple[Any, ...]:
+            return (undecided(), agent, signal)
+
+        def absorb(impl: Implementation, carry: Any, answers: Any) -> tuple[Any, bool]:
+            if answers is not None:
+                take(impl.plugin, answers)
+            return None, not undecided()
+
+        async def failed(error: HookError, carry: Any) -> tuple[Any, bool]:
+            await report(error, "the calls it was asked about are blocked (fail closed)")
+            refuse(error.plugin, timed_out(error), error.cause_text)
+            return None, False
+
+        if undecided():
+            await self._drive("request_approval", None, args_of, absorb, failed, deadline)
+
+    async def after_tool_result(
+        self, call: ToolCall, result: ToolResult, agent: Any, signal: AbortSignal, report: Report
+    ) -> ToolResult:
+        """Chain replacements; a failing filter turns the result into an error."""
+
+        def args_of(current: ToolResult) -> tuple[Any, ...]:
+            return (call, current, agent, signal)
+
+        def absorb(impl: Implementation, current: Any, replacement: Any) -> tuple[Any, bool]:
+            if replacement is None:
+                return current, False
+            if not isinstance(replacement, ToolResult):
+                raise HookError(
+                    "after_tool_result",
+                    impl.plugin,
+                    f"returned a {type(replacement).__name__}, not a ToolResult",
+                )
+            return replacement, False
+
+        async def failed(error: HookError, current: Any) -> tuple[Any, bool]:
+            await report(error, "result withheld and replaced by an error (fail closed)")
+            withheld = ToolResult.error(
+                f"The result of this call was withheld: the result filter "
+                f"{error.plugin!r} failed ({error.cause_text})."
+            )
+            return withheld, False
+
+        final: ToolResult = await self._drive("after_tool_result", result, args_of, absorb, failed)
+        return final
+
+    async def filter_tool_update(
+        self, call: ToolCall, partial: Any, agent: Any, signal: AbortSignal, report: Report
+    ) -> tuple[bool, Any]:
+        """Chain replacements of a progress report: ``(keep, partial)``.
+
+        A failing filter withholds the update (fail closed): ``keep`` is ``False``.
+        """
+
+        def args_of(current: tuple[bool, Any]) -> tuple[Any, ...]:
+            return (call, current[1], agent, signal, current[1])
+
+        def absorb(impl: Implementation, current: Any, replacement: Any) -> tuple[Any, bool]:
+            return (current if replacement is None else (True, replacement)), False
+
+        async def failed(error: HookError, current: Any) -> tuple[Any, bool]:
+            await report(error, "update withheld (fail closed)")
+            return (False, None), False
+
+        kept: tuple[bool, Any] = await self._drive(
+            "filter_tool_update", (True, partial), args_of, absorb, failed
+        )
+        return kept
+
+    # -- run control ------------------------------------------------------------------------
+
+    async def should_stop_after_turn(
+        self, state: Callable[[], Any], agent: Any, signal: AbortSignal
+    ) -> bool:
+        """Any ``True`` stops; a failure raises :class:`HookError` (a run failure).
+
+        ``state`` makes the :class:`~mainspring.AgentState` snapshot, once, and only if
+        an implementation is called.
+        """
+        if not self.relay.has("should_stop_after_turn"):
+            return False
+        args = (state(), agent, signal)
+
+        def absorb(impl: Implementation, stop: Any, result: Any) -> tuple[Any, bool]:
+            return (True, True) if result else (False, False)
+
+        async def failed(error: HookError, stop: Any) -> tuple[Any, bool]:
+            raise error
+
+        return bool(
+            await self._drive("should_stop_after_turn", False, lambda _: args, absorb, failed)
+        )
+
+    # -- construction -----------------------------------------------------------------------
+
+    def register_tools(self, agent: Any) -> list[tuple[str, Tool]]:
+        """Every plugin's tools, with the plugin that gave each (load errors raise)."""
+        from ..tools import Tool
+
+        collected: list[tuple[str, Tool]] = []
+        for impl in reversed(self.relay.plan("register_tools")):
+            tools = _call_at_load("register_tools", impl, (agent,))
+            for item in as_tuple(tools, "register_tools", impl.plugin) if tools else ():
+                if not isinstance(item, Tool):
+                    raise HookError("register_tools", impl.plugin, f"returned {item!r}, not a Tool")
+                collected.append((impl.plugin, item))
+        return collected
+
+    def register_providers(self, agent: Any) -> list[tuple[str, Provider]]:
+        """Every plugin's providers, in registration order (later ones win by name)."""
+        collected: list[tuple[str, Provider]] = []
+        for impl in reversed(self.relay.plan("register_providers")):
+            providers = _call_at_load("register_providers", impl, (agent,))
+            for item in as_tuple(providers, "register_providers", impl.plugin) if providers else ():
+                if not isinstance(getattr(item, "name", None), str) or not callable(
+                    getattr(item, "stream", None)
+                ):
+                    raise HookError(
+                        "register_providers", impl.plugin, f"returned {item!r}, not a Provider"
+                    )
+                collected.append((impl.plugin, item))
+        return collected
+
+
+def _call_at_load(hook: str, impl: Implementation, args: tuple[Any, ...]) -> Any:
+    """Call a construction-time hook's ``impl``; any failure is a :class:`HookError`
+    (``KeyboardInterrupt``/``SystemExit`` pass through; there is no run to abort yet)."""
+    try:
+        return impl.call(args)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as raised:
+        raise failure_of(hook, impl.plugin, raised) from raised

@@ -1,0 +1,283 @@
+"""Call plans: each hook's implementations, compiled once into how to call them.
+
+pluggy has no async hooks, so the kernel calls implementations itself. For each hook it
+takes the implementations in pluggy's call order (most recently registered first,
+``tryfirst``/``trylast`` honoured; redactors after every other implementation, the
+kernel's essential fallbacks after everything), and compiles each into an
+:class:`Implementation` whose ``call(args)`` takes the hook's arguments as one tuple in
+the order of its hookspec and passes the implementation the ones it asked for. The
+specialisation is chosen here, from the implementation's signature and the hook's rules
+(:mod:`mainspring.hooks.table`), once per plan:
+
+- a leading run of the spec's arguments (``def on_event(event)``, the usual case) is a
+  direct call with those;
+- any other selection (``def gate(tool, call)``, keyword-only arguments) goes through a
+  general selector;
+- a plugin's plain ``def`` of a *threaded* hook is marked ``threaded``: the hook facade
+  calls it in a worker thread (see :mod:`mainspring.workers`).
+
+Plans are cached until a plugin is registered or unregistered (:meth:`HookRelay.invalidate`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar, final
+
+import pluggy
+
+from .table import HOOKS
+
+__all__ = [
+    "HookRelay",
+    "Implementation",
+    "is_nonblocking",
+    "is_redactor",
+    "nonblocking",
+    "observes_when",
+    "redactor",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+Call = Callable[[tuple[Any, ...]], Any]
+
+
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class Implementation:
+    """One plugin's implementation of one hook, compiled for calling.
+
+    ``call(args)`` calls it with the hook's spec-ordered arguments and returns its raw
+    result: a value, or an awaitable to await under the run's guard; ``awaits`` says the
+    result is always awaitable (an ``async def``). A ``threaded`` one is called in a
+    worker thread by the hook facade (with the other threaded implementations next to it
+    in the plan, in one hand-over).
+    """
+
+    plugin: str
+    function: Callable[..., Any]
+    argnames: tuple[str, ...]
+    call: Call
+    awaits: bool = False
+    threaded: bool = False
+    """Called in a worker thread: a plugin's plain ``def`` of a threaded hook."""
+    trusted: bool = False
+    """The kernel's own fallback: its outputs need no invariant check."""
+    redactor: bool = False
+    wanted: Callable[[Any], bool] | None = None
+    """For an ``on_event`` observer marked :func:`observes_when`: its predicate."""
+
+
+_REDACTOR = "mainspring_redactor"
+_NONBLOCKING = "mainspring_nonblocking"
+_WANTED = "mainspring_observes_when"
+
+
+def redactor(function: _F) -> _F:
+    """Mark an ``after_tool_result`` or ``filter_tool_update`` implementation a redactor.
+
+    Stack it under ``@mainspring.hookimpl``. A redactor is called after every
+    implementation of the same hook that is not one, whatever their ``tryfirst`` or
+    ``trylast`` (among redactors, pluggy's order holds), so it sees, and can clean, what
+    every other filter produced.
+    """
+    setattr(function, _REDACTOR, True)
+    return function
+
+
+def is_redactor(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` was marked with :func:`redactor`."""
+    return getattr(function, _REDACTOR, False) is True
+
+
+def nonblocking(function: _F) -> _F:
+    """Mark a plain ``def`` hook implementation as one that returns at once.
+
+    Stack it under ``@mainspring.hookimpl``. A plugin's plain ``def`` of a hook called
+    once per tool call or turn (a gate, a result filter, a transform, ...) is otherwise
+    called in a worker thread, so that one that blocks cannot freeze the event loop.
+    Marked, it is called on the loop, as ``on_event`` implementations are: the mark is a
+    promise that it only computes (no I/O, no lock, no waiting). One that blocks anyway
+    blocks the loop, and ``abort()`` and ``hooks.timeout_s`` with it.
+    """
+    setattr(function, _NONBLOCKING, True)
+    return function
+
+
+def is_nonblocking(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` was marked with :func:`nonblocking`."""
+    return getattr(function, _NONBLOCKING, False) is True
+
+
+def observes_when(predicate: Callable[[Any], bool]) -> Callable[[_F], _F]:
+    """Mark an ``on_event`` implementation as needed only when ``predicate(agent)`` holds.
+
+    Stack it under ``@mainspring.hookimpl``. The kernel asks ``predicate(agent)`` when it
+    prepares a run's event delivery (at the run's start, and again if plugins or
+    subscribers change during the run); while it is false the implementation is not
+    called for that run's events at all, so an observer that is switched off (a log
+    below its level, tracing not configured, no session file) costs nothing per event.
+    A predicate that raises counts as true: the observer is called, and decides itself.
+    """
+
+    def mark(function: _F) -> _F:
+        setattr(function, _WANTED, predicate)
+        return function
+
+    return mark
+
+
+def _wanted(function: Callable[..., Any]) -> Callable[[Any], bool] | None:
+    predicate = getattr(function, _WANTED, None)
+    if predicate is None:
+        return None
+
+    def wanted(agent: Any) -> bool:
+        try:
+            return bool(predicate(agent))
+        except Exception:
+            return True
+
+    return wanted
+
+
+# -- the specialisations ------------------------------------------------------------------
+
+
+def _leading(function: Callable[..., Any], count: int) -> Call:
+    """A call passing the first ``count`` spec arguments positionally."""
+    if count == 0:
+        return lambda args: function()
+    if count == 1:
+        return lambda args: function(args[0])
+    if count == 2:
+        return lambda args: function(args[0], args[1])
+    if count == 3:
+        return lambda args: function(args[0], args[1], args[2])
+    return lambda args: function(*args[:count])
+
+
+def _selected(
+    function: Callable[..., Any],
+    positions: tuple[int, ...],
+    keywords: tuple[tuple[str, int], ...],
+) -> Call:
+    """A call passing any selection of spec arguments (positionally, then by keyword)."""
+
+    def call(args: tuple[Any, ...]) -> Any:
+        positional = [args[index] for index in positions]
+        if keywords:
+            return function(*positional, **{name: args[index] for name, index in keywords})
+        return function(*positional)
+
+    return call
+
+
+def compile_implementation(
+    hookimpl: Any, hook: str, spec_argnames: tuple[str, ...], *, trusted: bool, builtin: bool
+) -> Implementation:
+    """``hookimpl`` (a pluggy ``HookImpl``) compiled for calling (see the module)."""
+    function = hookimpl.function
+    argnames = tuple(hookimpl.argnames)
+    kwargnames = tuple(name for name in hookimpl.kwargnames if name in spec_argnames)
+    positions = tuple(spec_argnames.index(name) for name in argnames)
+    if not kwargnames and positions == tuple(range(len(positions))):
+        direct = _leading(function, len(positions))
+    else:
+        keywords = tuple((name, spec_argnames.index(name)) for name in kwargnames)
+        direct = _selected(function, positions, keywords)
+    is_async = inspect.iscoroutinefunction(function)
+    rules = HOOKS.get(hook)
+    threaded = (
+        rules is not None
+        and rules.threaded
+        and not (is_async or trusted or builtin or is_nonblocking(function))
+    )
+    return Implementation(
+        plugin=hookimpl.plugin_name,
+        function=function,
+        argnames=argnames,
+        call=direct,
+        awaits=is_async,
+        threaded=threaded,
+        trusted=trusted,
+        redactor=is_redactor(function),
+        wanted=_wanted(function) if hook == "on_event" else None,
+    )
+
+
+@final
+class HookRelay:
+    """Ordered, compiled access to a plugin manager's implementations.
+
+    The plan of each hook is cached until :meth:`invalidate` (the kernel calls it after
+    registering or unregistering a plugin). ``fallbacks`` are the essential built-ins
+    (answering after every plugin), ``builtins`` every built-in plugin (its plain ``def``
+    implementations are called on the event loop: they do not block). ``granted`` maps a
+    plugin to its granted capabilities (absent or ``None``: all of them); it is read when a
+    plan is compiled, so a live mapping follows later registrations.
+    """
+
+    __slots__ = ("_builtins", "_fallbacks", "_granted", "_plans", "_pm", "version")
+
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        fallbacks: frozenset[str] = frozenset(),
+        granted: Mapping[str, frozenset[str] | None] | None = None,
+        builtins: frozenset[str] = frozenset(),
+    ) -> None:
+        self._pm = pm
+        self._fallbacks = fallbacks
+        self._builtins = builtins | fallbacks
+        self._granted: Mapping[str, frozenset[str] | None] = granted if granted is not None else {}
+        self._plans: dict[str, tuple[Implementation, ...]] = {}
+        self.version = 0
+        """Increases at every :meth:`invalidate`: a plan built from an older one is stale."""
+
+    def invalidate(self) -> None:
+        """Forget the compiled plans (``version`` changes, so users of a plan rebuild)."""
+        self._plans.clear()
+        self.version += 1
+
+    def plan(self, hook: str) -> tuple[Implementation, ...]:
+        """The implementations of ``hook`` in call order, compiled (cached)."""
+        cached = self._plans.get(hook)
+        if cached is None:
+            cached = self._plans[hook] = self._compile(hook)
+        return cached
+
+    def has(self, hook: str) -> bool:
+        """Whether any plugin implements ``hook``."""
+        return bool(self.plan(hook))
+
+    def _compile(self, hook: str) -> tuple[Implementation, ...]:
+        caller = getattr(self._pm.hook, hook, None)
+        if caller is None:
+            return ()
+        spec = caller.spec
+        spec_argnames = tuple(spec.argnames) if spec is not None else ()
+        rules = HOOKS.get(hook)
+        needed = rules.capability if rules is not None else None
+        found: list[Implementation] = []
+        for impl in reversed(caller.get_hookimpls()):
+            name = impl.plugin_name
+            granted = self._granted.get(name)
+            if granted is not None and needed is not None and needed not in granted:
+                continue  # narrowed by the operator: never called
+            found.append(
+                compile_implementation(
+                    impl,
+                    hook,
+                    spec_argnames or tuple(impl.argnames),
+                    trusted=name in self._fallbacks,
+                    builtin=name in self._builtins,
+                )
+            )
+        # redactors run after every other implementation, and the kernel's own fallbacks
+        # (the default converter, the token estimate, the fallback compaction) answer only
+        # after every plugin, trylast ones included; the sort keeps pluggy's order otherwise
+        found.sort(key=lambda impl: (impl.plugin in self._fallbacks, impl.redactor))
+        return tuple(found)
