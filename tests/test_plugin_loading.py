@@ -248,9 +248,9 @@ def test_an_async_register_tools_method_is_refused_naming_the_plugin() -> None:
     assert "AsyncTools" in str(caught.value) and "register_tools" in str(caught.value)
 
 
-@pytest.mark.parametrize("hook", sorted(hookspecs.ASYNC_HOOKS))
+@pytest.mark.parametrize("hook", sorted(hookspecs.ASYNC_HOOKS | hookspecs.SYNC_HOOKS))
 @pytest.mark.parametrize("style", ["hookwrapper", "wrapper"])
-def test_a_wrapper_on_a_run_time_hook_is_refused(hook: str, style: str) -> None:
+def test_a_wrapper_on_any_hook_is_refused(hook: str, style: str) -> None:
     def implementation():  # type: ignore[no-untyped-def]
         yield
 
@@ -265,6 +265,7 @@ def test_a_wrapper_on_a_run_time_hook_is_refused(hook: str, style: str) -> None:
     message = str(caught.value)
     assert "wrapping-plugin" in message
     assert hook in message
+    assert "wrappers are not supported" in message
 
 
 def test_a_hookwrapper_method_on_before_tool_call_is_refused() -> None:
