@@ -38,8 +38,9 @@ __all__ = ["run_w1", "run_w1h"]
 
 TURNS = 200
 WINDOW = 20
-HANDOVERS_PER_TURN = 6 * 20
-"""W1h's plain ``def`` plugins: six hooks called once per turn (one tool call), 20 plugins."""
+HANDOVERS_PER_TURN = 6
+"""W1h's plain ``def`` plugins: six hooks called once per turn (one tool call); the 20
+plain ``def`` implementations of one hook call share one worker-thread hand-over."""
 
 
 class Measured:
