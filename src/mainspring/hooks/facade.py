@@ -66,6 +66,9 @@ def as_tuple(value: Any, hook: str, plugin: str) -> tuple[Any, ...]:
     raise HookError(hook, plugin, f"returned {type(value).__name__}, expected a sequence")
 
 
+Arguments = tuple[Any, ...] | Callable[[Any], tuple[Any, ...]]
+"""An implementation's arguments: the same tuple for each, or ``args_of(carry)``."""
+
 Absorb = Callable[[Implementation, Any, Any], tuple[Any, bool]]
 """``absorb(impl, carry, result) -> (carry, stop)``: one result folded in (pure computing)."""
 
@@ -88,7 +91,7 @@ class _Progress:
 def _run_segment(
     segment: tuple[Implementation, ...],
     carry: Any,
-    args_of: Callable[[Any], tuple[Any, ...]],
+    args_of: Arguments,
     absorb: Absorb,
     progress: _Progress,
 ) -> tuple[int, Any, bool, BaseException | None, Any]:
@@ -98,12 +101,13 @@ def _run_segment(
     implementation folded in, or that of the one that raised (``raised``) or returned an
     awaitable (``pending``, left to the loop to await).
     """
+    fixed = args_of if type(args_of) is tuple else None
     for position, impl in enumerate(segment):
         if progress.cut:  # the caller stopped waiting: nothing more is called
             return position, carry, False, None, None
         progress.at, progress.plugin = position, impl.plugin
         try:
-            result = impl.call(args_of(carry))
+            result = impl.call(fixed if fixed is not None else args_of(carry))  # type: ignore[operator]
             if result is not None and inspect.isawaitable(result):
                 return (
                     position,
@@ -158,14 +162,15 @@ class Hooks:
         self,
         hook: str,
         carry: Any,
-        args_of: Callable[[Any], tuple[Any, ...]],
+        args_of: Arguments,
         absorb: Absorb,
         failed: Failed,
         deadline: float | None = None,
     ) -> Any:
         """Call ``hook``'s implementations in plan order; the final ``carry``.
 
-        For each implementation: ``args_of(carry)`` gives its arguments, and
+        For each implementation: ``args_of`` is its arguments (or ``args_of(carry)``
+        gives them), and
         ``absorb(impl, carry, result)`` (pure computing: it may run in a worker thread)
         folds its result in, returning ``(carry, stop)``; ``stop`` ends the calls. A
         failure (an exception, garbage caught by ``absorb``, a timeout, a stall) is
@@ -181,6 +186,7 @@ class Hooks:
         plan = self.relay.plan(hook)
         count = len(plan)
         guard = self.guard
+        fixed = args_of if type(args_of) is tuple else None
         index = 0
         while index < count:
             impl = plan[index]
@@ -202,7 +208,7 @@ class Hooks:
             else:
                 index += 1
                 try:
-                    result = impl.call(args_of(carry))
+                    result = impl.call(fixed if fixed is not None else args_of(carry))  # type: ignore[operator]
                     if impl.awaits or (result is not None and inspect.isawaitable(result)):
                         result = await guard.watch(result, impl, timeout)
                     carry, stop = absorb(impl, carry, result)
@@ -224,7 +230,7 @@ class Hooks:
         segment: tuple[Implementation, ...],
         start: int,
         carry: Any,
-        args_of: Callable[[Any], tuple[Any, ...]],
+        args_of: Arguments,
         absorb: Absorb,
         limit_s: float | None,
     ) -> tuple[int, Any, bool, HookError | None]:
@@ -370,7 +376,7 @@ class Hooks:
             await report(error, "ignored; the built-in estimate was used")
             return None, True
 
-        counted = await self._drive("count_tokens", None, lambda _: args, absorb, failed)
+        counted = await self._drive("count_tokens", None, args, absorb, failed)
         return fallback(messages) if counted is None else int(counted)
 
     async def compact(
@@ -403,7 +409,7 @@ class Hooks:
             raise error
 
         won: tuple[CompactionResult, str] | None = await self._drive(
-            "compact", None, lambda _: args, absorb, failed
+            "compact", None, args, absorb, failed
         )
         return won
 
@@ -454,7 +460,7 @@ class Hooks:
             reason = f"blocked: the permission gate {error.plugin!r} failed{why}"
             return GateDecision(True, error.plugin, reason), False
 
-        outcome = await self._drive("before_tool_call", (), lambda _: every, absorb, failed)
+        outcome = await self._drive("before_tool_call", (), every, absorb, failed)
         if isinstance(outcome, GateDecision):
             return outcome
         if outcome:
@@ -571,9 +577,7 @@ class Hooks:
         async def failed(error: HookError, stop: Any) -> tuple[Any, bool]:
             raise error
 
-        return bool(
-            await self._drive("should_stop_after_turn", False, lambda _: args, absorb, failed)
-        )
+        return bool(await self._drive("should_stop_after_turn", False, args, absorb, failed))
 
     # -- construction -----------------------------------------------------------------------
 
