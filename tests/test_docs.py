@@ -34,7 +34,7 @@ def test_the_hook_reference_shows_no_restructuredtext_markup() -> None:
     roles = re.findall(r":[a-z]+:`[^`]*`", reference)
     assert roles == [], f"Sphinx roles shown literally: {roles[:5]}"
     assert "``" not in reference.replace("```", ""), "double backquotes shown literally"
-    assert "`Agent`" in reference  # :class:`~mainspring.Agent` became code
+    assert "`AgentView`" in reference  # :class:`~mainspring.AgentView` became code
 
 
 async def test_the_provider_guide_runs_as_written() -> None:

@@ -103,7 +103,8 @@ async def test_each_implementation_gets_the_arguments_it_names(kind: type[Shapes
 
     assert [event for _, event in seen["on_event"]] == recorder.events
     assert all(isinstance(signal, AbortSignal) for signal, _ in seen["on_event"])
-    assert seen["transform_context"] == [(agent,), (agent,)]  # two requests
+    view = agent.view_for(kind.__name__)  # a plugin sees the agent through its own view
+    assert seen["transform_context"] == [(view,), (view,)]  # two requests
     assert seen["convert_to_llm"] == [(), ()]
     ((tool_value, call),) = seen["before_tool_call"]
     assert tool_value.name == "echo" and isinstance(call, ToolCall) and call.name == "echo"
@@ -127,7 +128,8 @@ async def test_an_argument_with_a_default_is_passed_when_the_spec_has_it() -> No
             got.append((agent, extra))
 
     run = await scripted_run([faux.text("hi")], plugins=[Defaults()])
-    assert got and all(agent is run.agent and extra == "kept" for agent, extra in got)
+    view = run.agent.view_for("Defaults")
+    assert got and all(agent is view and extra == "kept" for agent, extra in got)
 
 
 async def test_a_replacement_from_a_single_argument_result_filter_is_used() -> None:

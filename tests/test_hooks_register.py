@@ -62,7 +62,7 @@ def test_a_plugins_tools_are_the_agents_tools_with_their_owner() -> None:
     assert agent.tool_owners["weather"] == "weather"
     info = agent.plugins.info("weather")
     assert info is not None
-    assert info.tools == ["weather"]
+    assert info.tools == ("weather",)
     assert "register_tools" in info.hooks
 
 
@@ -121,7 +121,8 @@ def test_register_tools_gets_the_agent_with_its_settings_ready() -> None:
     settings = Settings(plugin_options={"configurable": {"tool_name": "renamed"}})
     agent = build([Configurable()], settings=settings)
 
-    assert seen["agent"] is agent
+    # a plugin sees the agent through its own view
+    assert seen["agent"] is agent.view_for("configurable")
     assert tool_names(agent) == ["renamed"]
 
 
@@ -137,7 +138,7 @@ def test_register_tools_is_called_once_per_agent() -> None:
     plugin = Counting()
     first, second = build([plugin]), build([plugin])
 
-    assert calls == [first, second]
+    assert calls == [first.view_for("Counting"), second.view_for("Counting")]
     assert tool_names(first) == ["t1"] and tool_names(second) == ["t2"]
 
 

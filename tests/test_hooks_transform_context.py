@@ -143,7 +143,8 @@ async def test_messages_are_passed_as_a_tuple_with_agent_and_signal() -> None:
     agent, _, _ = await run_agent([Spy()], [faux.text("hi")])
 
     assert isinstance(got["messages"], tuple)
-    assert got["agent"] is agent
+    # a plugin sees the agent through its own view
+    assert got["agent"] is agent.view_for("Spy")
     assert got["signal"].aborted is False
 
 

@@ -162,7 +162,7 @@ async def test_an_installed_plugin_is_found_loaded_and_its_tool_works(site: Site
     assert info.source == "entrypoint"
     assert (info.distribution, info.version) == ("acme-good", "1.2.3")
     assert info.hooks == ("register_tools",)
-    assert info.tools == ["acme_ping"]
+    assert info.tools == ("acme_ping",)
     assert "acme_ping" in tool_names(agent)
     assert agent.tool_owners["acme_ping"] == "acme-good"
 

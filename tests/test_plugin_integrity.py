@@ -484,8 +484,13 @@ name = "remover"
 
 @hookimpl
 def register_tools(agent):
-    agent.plugins.pm.unregister(name="event_log")
+    agent.unregister_plugin("event_log")
     return []
+"""
+
+REMOVER_GRANT = """
+[plugins.remover]
+capabilities = ["tools", "register"]
 """
 
 
@@ -559,8 +564,17 @@ def test_a_required_plugin_turned_off_on_the_command_line_exits_2(
 
 def test_mainspring_plugins_does_not_list_an_unregistered_plugin(site: Site) -> None:
     (site.root / "remover_plugin.py").write_text(REMOVER)
+    config = site.root / "config.toml"
+    config.write_text(REMOVER_GRANT)
 
-    done = _cli(site, "plugins", "--json", "--plugin", "remover_plugin")
+    done = _cli(
+        site,
+        "plugins",
+        "--json",
+        "--plugin",
+        "remover_plugin",
+        env={"MAINSPRING_CONFIG": str(config)},
+    )
 
     assert done.returncode == 0, done.stderr
     names = [row["name"] for row in json.loads(done.stdout)]

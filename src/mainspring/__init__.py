@@ -10,6 +10,7 @@ from .errors import (
     ApprovalRequest,
     Ask,
     Block,
+    CapabilityError,
     CompactionResult,
     HookError,
     HookTimeoutError,
@@ -19,6 +20,7 @@ from .errors import (
 from .hooks.plan import nonblocking, redactor
 from .hookspecs import hookimpl
 from .kernel.agent import Agent
+from .kernel.agent_view import AgentView
 from .kernel.state import AgentState
 from .message_json import CustomMessage, decode_message, encode_message
 from .messages import (
@@ -48,11 +50,13 @@ __all__ = [
     "Agent",
     "AgentBusyError",
     "AgentState",
+    "AgentView",
     "Approval",
     "ApprovalRequest",
     "Ask",
     "AssistantMessage",
     "Block",
+    "CapabilityError",
     "CompactionResult",
     "CompactionSummary",
     "CustomMessage",

@@ -53,6 +53,16 @@ class PluginLoadError(RuntimeError):
         self.version = version
 
 
+class CapabilityError(PermissionError):
+    """A plugin asked its :class:`~mainspring.kernel.agent_view.AgentView` for an action its
+    granted capabilities do not allow; ``capability`` is the one it needs."""
+
+    def __init__(self, message: str, *, plugin: str, capability: str) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.capability = capability
+
+
 class HookError(Exception):
     """Hook implementation ``plugin`` of ``hook`` raised (or broke an invariant).
 

@@ -7,6 +7,10 @@ kernel awaits what they return. Implementations are called in pluggy's order: th
 recently registered first, ``tryfirst``/``trylast`` honoured. pluggy hook wrappers are
 rejected on run-time hooks.
 
+Where a hook takes ``agent``, a plugin receives its :class:`~mainspring.AgentView`: what
+any plugin may read of the agent, and the actions its granted capabilities allow
+(mainspring's own built-in plugins receive the agent itself).
+
 Each docstring says *when* the hook is called, its parameters, what it returns and how the
 results of several plugins combine, and what the kernel does if an implementation raises.
 Any run-time hook may raise :class:`mainspring.StopRun` to end the run deliberately.
@@ -23,7 +27,7 @@ from .hooks.table import HOOKS
 
 if TYPE_CHECKING:
     from .errors import Approval, ApprovalRequest, Ask, Block, CompactionResult
-    from .kernel.agent import Agent
+    from .kernel.agent_view import AgentView
     from .kernel.events import Event
     from .kernel.state import AgentState
     from .messages import ToolCall
@@ -45,7 +49,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 @hookspec
 async def transform_context(
-    messages: tuple[Any, ...], agent: Agent, signal: AbortSignal
+    messages: tuple[Any, ...], agent: AgentView, signal: AbortSignal
 ) -> Sequence[Any] | None:
     """Project the transcript before a model request (pruning, injection, redaction).
 
@@ -54,7 +58,8 @@ async def transform_context(
 
     **Parameters:**
     - ``messages``: the transcript (or the previous implementation's output), a tuple.
-    - ``agent``: the :class:`~mainspring.Agent`; read ``agent.state``, ``agent.settings``.
+    - ``agent``: the plugin's :class:`~mainspring.AgentView`; read ``agent.state``,
+      ``agent.settings``.
     - ``signal``: the run's :class:`~mainspring.AbortSignal`.
 
     **Returns:** a sequence of messages, or ``None`` for "unchanged". Results chain: each
@@ -68,14 +73,14 @@ async def transform_context(
 
 
 @hookspec
-async def convert_to_llm(messages: tuple[Any, ...], agent: Agent) -> Sequence[Any] | None:
+async def convert_to_llm(messages: tuple[Any, ...], agent: AgentView) -> Sequence[Any] | None:
     """Map the projected transcript to the messages a provider understands.
 
     **When:** after ``transform_context``, before every model request.
 
     **Parameters:**
     - ``messages``: the projected messages (or the previous implementation's output).
-    - ``agent``: the :class:`~mainspring.Agent`.
+    - ``agent``: the plugin's :class:`~mainspring.AgentView`.
 
     **Returns:** a sequence of messages or ``None`` for "unchanged"; results chain. A
     built-in ``trylast`` implementation runs last and drops every message whose role is
@@ -109,7 +114,7 @@ def count_tokens(messages: tuple[Any, ...], model: Model) -> int | None:
 
 @hookspec
 async def compact(
-    messages: tuple[Any, ...], model: Model, reason: str, agent: Agent, signal: AbortSignal
+    messages: tuple[Any, ...], model: Model, reason: str, agent: AgentView, signal: AbortSignal
 ) -> CompactionResult | None:
     """Shrink the transcript when it no longer fits the context window.
 
@@ -121,7 +126,8 @@ async def compact(
     - ``messages``: the whole transcript, a tuple.
     - ``model``: the :class:`~mainspring.Model` of the run.
     - ``reason``: ``"threshold"`` or ``"overflow"``.
-    - ``agent``, ``signal``: the agent and the run's abort signal.
+    - ``agent``, ``signal``: the plugin's :class:`~mainspring.AgentView` and the run's
+      abort signal.
 
     **Returns:** a :class:`~mainspring.CompactionResult` whose ``messages`` become the
     transcript (a summary plus the kept tail; a tool call and its result are never split),
@@ -145,7 +151,7 @@ async def compact(
 
 @hookspec
 async def before_tool_call(
-    call: ToolCall, args: Any, tool: Tool, agent: Agent, signal: AbortSignal
+    call: ToolCall, args: Any, tool: Tool, agent: AgentView, signal: AbortSignal
 ) -> Block | Ask | None:
     """Gate a tool call: allow it, or refuse it with a reason the model will see.
 
@@ -157,7 +163,8 @@ async def before_tool_call(
     - ``args``: the validated arguments that will run (a pydantic model instance, or a
       dict for a JSON-Schema tool). Do not mutate them.
     - ``tool``: the :class:`~mainspring.Tool` that will run.
-    - ``agent``, ``signal``: the agent and the run's abort signal.
+    - ``agent``, ``signal``: the plugin's :class:`~mainspring.AgentView` and the run's
+      abort signal.
 
     **Returns:** :class:`~mainspring.Block` to refuse, :class:`~mainspring.Ask` to let an
     approver decide, ``None`` to allow. The first ``Block`` wins and later implementations
@@ -172,7 +179,7 @@ async def before_tool_call(
 
 @hookspec
 async def request_approval(
-    requests: tuple[ApprovalRequest, ...], agent: Agent, signal: AbortSignal
+    requests: tuple[ApprovalRequest, ...], agent: AgentView, signal: AbortSignal
 ) -> Mapping[str, Approval] | None:
     """Decide tool calls a gate asked about (a person at a terminal, a UI, a policy).
 
@@ -183,7 +190,8 @@ async def request_approval(
     **Parameters:**
     - ``requests``: the :class:`~mainspring.ApprovalRequest` of every call still
       undecided, in call order (parallel calls are asked together).
-    - ``agent``, ``signal``: the agent and the run's abort signal.
+    - ``agent``, ``signal``: the plugin's :class:`~mainspring.AgentView` and the run's
+      abort signal.
 
     **Returns:** a mapping from ``tool_call_id`` to :class:`~mainspring.Approval` for the
     calls it decides, or ``None``. The first answer for a call wins: later implementations
@@ -200,7 +208,7 @@ async def request_approval(
 
 @hookspec
 async def after_tool_result(
-    call: ToolCall, result: ToolResult, agent: Agent, signal: AbortSignal
+    call: ToolCall, result: ToolResult, agent: AgentView, signal: AbortSignal
 ) -> ToolResult | None:
     """Inspect or replace a tool's result before the model sees it (redaction, audit).
 
@@ -211,7 +219,8 @@ async def after_tool_result(
     - ``call``: the :class:`~mainspring.ToolCall`.
     - ``result``: the :class:`~mainspring.ToolResult` (or the previous implementation's
       replacement).
-    - ``agent``, ``signal``: the agent and the run's abort signal.
+    - ``agent``, ``signal``: the plugin's :class:`~mainspring.AgentView` and the run's
+      abort signal.
 
     **Returns:** a replacement :class:`~mainspring.ToolResult`, or ``None`` to keep it.
     Results chain: each implementation sees the previous one's output.
@@ -223,7 +232,7 @@ async def after_tool_result(
 
 @hookspec
 async def filter_tool_update(
-    call: ToolCall, partial_result: Any, agent: Agent, signal: AbortSignal, partial: Any
+    call: ToolCall, partial_result: Any, agent: AgentView, signal: AbortSignal, partial: Any
 ) -> Any | None:
     """Inspect or replace a running tool's progress report before anyone sees it.
 
@@ -239,7 +248,8 @@ async def filter_tool_update(
     - ``call``: the :class:`~mainspring.ToolCall`.
     - ``partial_result``: what the tool reported (or the previous implementation's
       replacement).
-    - ``agent``, ``signal``: the agent and the run's abort signal.
+    - ``agent``, ``signal``: the plugin's :class:`~mainspring.AgentView` and the run's
+      abort signal.
     - ``partial``: the same value as ``partial_result``, under the name it had before;
       existing implementations that take it keep working.
 
@@ -252,14 +262,15 @@ async def filter_tool_update(
 
 
 @hookspec
-def register_tools(agent: Agent) -> Sequence[Tool] | None:
+def register_tools(agent: AgentView) -> Sequence[Tool] | None:
     """Contribute tools to an agent.
 
     **When:** once per agent, in the constructor, after all plugins are registered.
     This hook is synchronous.
 
     **Parameters:**
-    - ``agent``: the :class:`~mainspring.Agent` being built (``agent.settings`` is ready).
+    - ``agent``: the plugin's :class:`~mainspring.AgentView` of the agent being built
+      (``agent.settings`` is ready).
 
     **Returns:** a sequence of :class:`~mainspring.Tool` (or ``None``). All results are
     collected; two tools with one name are an error naming both plugins.
@@ -269,15 +280,16 @@ def register_tools(agent: Agent) -> Sequence[Tool] | None:
 
 
 @hookspec
-def register_providers(agent: Agent) -> Sequence[Provider] | None:
+def register_providers(agent: AgentView) -> Sequence[Provider] | None:
     """Contribute model providers, so ``"name:model-id"`` strings resolve to them.
 
     **When:** once per agent, in the constructor, before its model is resolved. This hook
     is synchronous.
 
     **Parameters:**
-    - ``agent``: the :class:`~mainspring.Agent` being built (``agent.settings`` is ready;
-      ``agent.settings.providers`` holds per-provider settings).
+    - ``agent``: the plugin's :class:`~mainspring.AgentView` of the agent being built
+      (``agent.settings`` is ready; ``agent.settings.providers`` holds per-provider
+      settings).
 
     **Returns:** a sequence of :class:`~mainspring.Provider` (or ``None``). All results are
     collected; a later plugin's provider replaces an earlier one of the same name.
@@ -290,7 +302,7 @@ def register_providers(agent: Agent) -> Sequence[Provider] | None:
 
 
 @hookspec
-async def should_stop_after_turn(state: AgentState, agent: Agent, signal: AbortSignal) -> bool:
+async def should_stop_after_turn(state: AgentState, agent: AgentView, signal: AbortSignal) -> bool:
     """Decide whether the run ends after the turn that just completed.
 
     **When:** after each completed turn (after ``turn_end``), before tool-call follow-on,
@@ -298,7 +310,8 @@ async def should_stop_after_turn(state: AgentState, agent: Agent, signal: AbortS
 
     **Parameters:**
     - ``state``: the :class:`~mainspring.AgentState` after the turn.
-    - ``agent``, ``signal``: the agent and the run's abort signal.
+    - ``agent``, ``signal``: the plugin's :class:`~mainspring.AgentView` and the run's
+      abort signal.
 
     **Returns:** ``True`` to stop. Any ``True`` stops the run with
     ``agent_end.reason="stopped_by_hook"`` (later implementations are not called); queues
@@ -311,7 +324,7 @@ async def should_stop_after_turn(state: AgentState, agent: Agent, signal: AbortS
 
 
 @hookspec
-async def on_event(event: Event, agent: Agent, signal: AbortSignal) -> None:
+async def on_event(event: Event, agent: AgentView, signal: AbortSignal) -> None:
     """Observe every lifecycle event (logging, metrics, persistence).
 
     **When:** for every event, right after the agent's subscribers, one event at a time,
@@ -319,7 +332,8 @@ async def on_event(event: Event, agent: Agent, signal: AbortSignal) -> None:
 
     **Parameters:**
     - ``event``: the frozen event.
-    - ``agent``, ``signal``: the agent and the run's abort signal.
+    - ``agent``, ``signal``: the plugin's :class:`~mainspring.AgentView` and the run's
+      abort signal.
 
     **Returns:** nothing; every implementation is called, in order, and awaited.
 

@@ -130,6 +130,9 @@ class PluginPolicy(_Section):
     hooks are never called). See ``docs/capabilities.md``."""
 
     require_manifest: bool = False
+    allow_unregister: tuple[str, ...] = ()
+    """Plugins holding ``gate``, ``redact`` or ``approve`` that a plugin granted
+    ``register`` may still unregister at run time (by default it may not)."""
     grants: dict[str, PluginGrant] = Field(default_factory=dict)
 
     @model_validator(mode="before")
@@ -140,7 +143,7 @@ class PluginPolicy(_Section):
             grants = dict(data.get("grants") or {})
             rest = {}
             for key, value in data.items():
-                if key in ("require_manifest", "grants"):
+                if key in ("require_manifest", "allow_unregister", "grants"):
                     rest[key] = value
                 else:
                     grants[key] = value

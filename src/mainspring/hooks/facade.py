@@ -80,12 +80,31 @@ Failed = Callable[[HookError, Any], Awaitable[tuple[Any, bool]]]
 class _Progress:
     """Where a worker thread is in a segment of implementations; ``cut`` stops it."""
 
-    __slots__ = ("at", "cut", "plugin")
+    __slots__ = ("at", "cut", "pending", "plugin")
 
     def __init__(self, plugin: str) -> None:
         self.at = 0
         self.cut = False
         self.plugin = plugin  # names the segment in the guard's logs
+        self.pending: Any = None
+        """An awaitable a plain def returned, handed to the loop to await."""
+
+    def hold(self, awaitable: Any) -> None:
+        """In the thread: keep ``awaitable`` for the loop (closed if nobody waits)."""
+        self.pending = Owned(awaitable) if inspect.iscoroutine(awaitable) else awaitable
+        if self.cut:
+            self.drop()
+
+    def take(self) -> Any:
+        """On the loop: the awaitable held, now the caller's to await."""
+        pending, self.pending = self.pending, None
+        return pending.take() if isinstance(pending, Owned) else pending
+
+    def drop(self) -> None:
+        """Close a coroutine held for a caller that stopped waiting (it is never awaited)."""
+        pending, self.pending = self.pending, None
+        if isinstance(pending, Owned):
+            pending.close()
 
 
 def _run_segment(
@@ -94,34 +113,29 @@ def _run_segment(
     args_of: Arguments,
     absorb: Absorb,
     progress: _Progress,
-) -> tuple[int, Any, bool, BaseException | None, Any]:
+) -> tuple[int, Any, bool, BaseException | None, bool]:
     """In a worker thread: call ``segment`` in order, folding each result in.
 
     ``(ran, carry, stop, raised, pending)``: ``ran`` is the position after the last
     implementation folded in, or that of the one that raised (``raised``) or returned an
-    awaitable (``pending``, left to the loop to await).
+    awaitable (``pending`` is true; the awaitable is held by ``progress`` for the loop).
     """
     fixed = args_of if type(args_of) is tuple else None
     for position, impl in enumerate(segment):
         if progress.cut:  # the caller stopped waiting: nothing more is called
-            return position, carry, False, None, None
+            return position, carry, False, None, False
         progress.at, progress.plugin = position, impl.plugin
         try:
             result = impl.call(fixed if fixed is not None else args_of(carry))  # type: ignore[operator]
             if result is not None and inspect.isawaitable(result):
-                return (
-                    position,
-                    carry,
-                    False,
-                    None,
-                    Owned(result) if inspect.iscoroutine(result) else result,
-                )
+                progress.hold(result)
+                return position, carry, False, None, True
             carry, stop = absorb(impl, carry, result)
         except BaseException as raised:  # raised on the loop, as if called there
-            return position, carry, False, raised, None
+            return position, carry, False, raised, False
         if stop:
-            return position + 1, carry, True, None, None
-    return len(segment), carry, False, None, None
+            return position + 1, carry, True, None, False
+    return len(segment), carry, False, None, False
 
 
 def _text(reason: object) -> str:
@@ -254,6 +268,7 @@ class Hooks:
             )
         except BaseException as cut:
             progress.cut = True
+            progress.drop()
             guard.stalled.discard(id(progress))
             if passes_through(cut, guard):
                 raise
@@ -263,10 +278,10 @@ class Hooks:
         impl = segment[ran] if ran < len(segment) else segment[-1]
         if raised is not None:
             return start + ran + 1, carry, False, self._classify(hook, impl, raised)
-        if pending is not None:
+        if pending:
             # a plain def returned an awaitable: awaited here, then folded in
             try:
-                awaitable = pending.take() if isinstance(pending, Owned) else pending
+                awaitable = progress.take()
                 if HOOKS[hook].sync:
                     close = getattr(awaitable, "close", None)
                     if close is not None:

@@ -175,10 +175,29 @@ def _selected(
     return call
 
 
+def _viewing(call: Call, position: int, view: Any) -> Call:
+    """``call`` with the spec argument at ``position`` (the agent) replaced by ``view``."""
+    if position == 0:
+        return lambda args: call((view, *args[1:]))
+    if position == 1:
+        return lambda args: call((args[0], view, *args[2:]))
+    return lambda args: call((*args[:position], view, *args[position + 1 :]))
+
+
 def compile_implementation(
-    hookimpl: Any, hook: str, spec_argnames: tuple[str, ...], *, trusted: bool, builtin: bool
+    hookimpl: Any,
+    hook: str,
+    spec_argnames: tuple[str, ...],
+    *,
+    trusted: bool,
+    builtin: bool,
+    view: Any = None,
 ) -> Implementation:
-    """``hookimpl`` (a pluggy ``HookImpl``) compiled for calling (see the module)."""
+    """``hookimpl`` (a pluggy ``HookImpl``) compiled for calling (see the module).
+
+    ``view``, when given, is what the implementation receives as its ``agent`` argument
+    (the plugin's :class:`~mainspring.AgentView`) instead of the kernel's agent.
+    """
     function = hookimpl.function
     argnames = tuple(hookimpl.argnames)
     kwargnames = tuple(name for name in hookimpl.kwargnames if name in spec_argnames)
@@ -188,6 +207,8 @@ def compile_implementation(
     else:
         keywords = tuple((name, spec_argnames.index(name)) for name in kwargnames)
         direct = _selected(function, positions, keywords)
+    if view is not None and "agent" in argnames + kwargnames:
+        direct = _viewing(direct, spec_argnames.index("agent"), view)
     is_async = inspect.iscoroutinefunction(function)
     rules = HOOKS.get(hook)
     threaded = (
@@ -217,10 +238,11 @@ class HookRelay:
     (answering after every plugin), ``builtins`` every built-in plugin (its plain ``def``
     implementations are called on the event loop: they do not block). ``granted`` maps a
     plugin to its granted capabilities (absent or ``None``: all of them); it is read when a
-    plan is compiled, so a live mapping follows later registrations.
+    plan is compiled, so a live mapping follows later registrations. ``view_of(plugin)``,
+    when given, is what a plugin that is not a built-in receives as its ``agent``.
     """
 
-    __slots__ = ("_builtins", "_fallbacks", "_granted", "_plans", "_pm", "version")
+    __slots__ = ("_builtins", "_fallbacks", "_granted", "_plans", "_pm", "_view_of", "version")
 
     def __init__(
         self,
@@ -228,8 +250,10 @@ class HookRelay:
         fallbacks: frozenset[str] = frozenset(),
         granted: Mapping[str, frozenset[str] | None] | None = None,
         builtins: frozenset[str] = frozenset(),
+        view_of: Callable[[str], Any] | None = None,
     ) -> None:
         self._pm = pm
+        self._view_of = view_of
         self._fallbacks = fallbacks
         self._builtins = builtins | fallbacks
         self._granted: Mapping[str, frozenset[str] | None] = granted if granted is not None else {}
@@ -267,13 +291,16 @@ class HookRelay:
             granted = self._granted.get(name)
             if granted is not None and needed is not None and needed not in granted:
                 continue  # narrowed by the operator: never called
+            builtin = name in self._builtins
+            view_of = self._view_of
             found.append(
                 compile_implementation(
                     impl,
                     hook,
                     spec_argnames or tuple(impl.argnames),
                     trusted=name in self._fallbacks,
-                    builtin=name in self._builtins,
+                    builtin=builtin,
+                    view=None if builtin or view_of is None else view_of(name),
                 )
             )
         # redactors run after every other implementation, and the kernel's own fallbacks

@@ -16,6 +16,7 @@ from ..providers.base import Model, Provider, ThinkingLevel
 from ..settings import Settings
 from ..tools import Tool
 from .agent_parts import Approving, Closing, Editing
+from .agent_view import AgentView, view_factory
 from .assembly import (
     as_messages,
     checked_prompt,
@@ -79,12 +80,15 @@ class Agent(Approving, Closing, Editing):
                 name: grant.capabilities for name, grant in self.settings.plugins.grants.items()
             },
             require_manifest=self.settings.plugins.require_manifest,
+            allow_unregister=self.settings.plugins.allow_unregister,
         )
+        self._views = view_factory(self)
         relay = HookRelay(
             self._plugin_set.pm,
             self._plugin_set.fallbacks,
             self._plugin_set.granted,
             self._plugin_set.builtins,
+            self._views,
         )
         # registering or unregistering a plugin later rebuilds the compiled hook plans
         self._plugin_set.on_change(relay.invalidate)
@@ -176,6 +180,14 @@ class Agent(Approving, Closing, Editing):
     def plugins(self) -> PluginSet:
         """The loaded plugins, in load order (for introspection)."""
         return self._plugin_set
+
+    def view_for(self, plugin: str) -> AgentView:
+        """The :class:`~mainspring.AgentView` plugin ``plugin`` receives as ``agent``.
+
+        mainspring's own built-in plugins receive the agent itself; every other plugin gets
+        its view, the same object in each of its hooks for the agent's life.
+        """
+        return self._views(plugin)
 
     @property
     def tool_owners(self) -> dict[str, str]:

@@ -138,10 +138,11 @@ def collect_tools(hooks: Hooks, agent: Any, plugin_set: PluginSet, given: Iterab
     except HookError as error:
         raise load_error(plugin_set, error) from error
     tool_set = ToolSet([*contributed, *((GIVEN, tool) for tool in given)])
+    by_owner: dict[str, list[str]] = {}
     for owner, tool in contributed:
-        info = plugin_set.info(owner)
-        if info is not None:
-            info.tools.append(tool.name)
+        by_owner.setdefault(owner, []).append(tool.name)
+    for owner, names in by_owner.items():
+        plugin_set.with_tools(owner, tuple(names))
     return tool_set
 
 

@@ -25,7 +25,7 @@ At registration:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -63,7 +63,9 @@ CAPABILITY_OF: Final[Mapping[str, str]] = MappingProxyType(
 """The capability each hook needs (from the hook table). ``context`` and ``observe`` see
 the conversation."""
 
-CAPABILITIES: Final = frozenset(CAPABILITY_OF.values())
+CAPABILITIES: Final = frozenset(CAPABILITY_OF.values()) | {"register"}
+"""Every capability: one per hook, and ``register`` (registering and unregistering plugins at
+run time, through the agent view), which only the operator can grant."""
 
 PROTECTIVE: Final = frozenset({"gate", "redact", "approve"})
 """Capabilities that protect the user: narrowing one away switches a protection off."""
@@ -79,6 +81,8 @@ class ManifestPolicy:
     grants: Mapping[str, frozenset[str]] = field(default_factory=dict)
     require_manifest: bool = False
     metadata: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    allow_unregister: frozenset[str] = frozenset()
+    """Protective plugins a plugin holding ``register`` may unregister (normalised names)."""
 
     @classmethod
     def build(
@@ -86,6 +90,7 @@ class ManifestPolicy:
         grants: Mapping[str, Iterable[str]],
         require_manifest: bool,
         metadata: Mapping[str, frozenset[str]],
+        allow_unregister: Iterable[str] = (),
     ) -> ManifestPolicy:
         """The policy; an unknown capability in ``grants`` is a load error (before imports)."""
         checked: dict[str, frozenset[str]] = {}
@@ -93,7 +98,8 @@ class ManifestPolicy:
             granted = frozenset(grant)
             _check_known(granted, f"[plugins.{name}] capabilities", name)
             checked[normalise(name)] = granted
-        return cls(checked, require_manifest, metadata)
+        removable = frozenset(normalise(name) for name in allow_unregister)
+        return cls(checked, require_manifest, metadata, removable)
 
 
 def metadata_manifests(eps: Iterable[EntryPoint]) -> dict[str, frozenset[str]]:
@@ -222,8 +228,8 @@ def granted_capabilities(
 
 def apply_manifest(
     info: PluginInfo, policy: ManifestPolicy, *, required: bool = False, hint: str = ""
-) -> None:
-    """Set ``info.declared`` and ``info.granted`` from the plugin and ``policy``.
+) -> PluginInfo:
+    """``info`` with ``declared`` and ``granted`` set from the plugin and ``policy``.
 
     The metadata manifest counts for installed plugins only. Raises
     :class:`~mainspring.PluginLoadError` (ending with ``hint``) when the plugin breaks its
@@ -233,16 +239,16 @@ def apply_manifest(
     metadata = policy.metadata.get(key) if info.source == "entrypoint" else None
     suffix = f". {hint}" if hint else ""
     try:
-        info.declared = declared_capabilities(info.name, info.plugin, info.hooks, metadata)
-        if info.declared is None and policy.require_manifest and info.source != "builtin":
+        declared = declared_capabilities(info.name, info.plugin, info.hooks, metadata)
+        if declared is None and policy.require_manifest and info.source != "builtin":
             raise PluginLoadError(
                 f"plugin {info.name!r} declares no capabilities, and the config file "
                 "requires a manifest ([plugins] require_manifest = true); give it a "
                 "CAPABILITIES tuple (see docs/capabilities.md)",
                 plugin=info.name,
             )
-        info.granted = granted_capabilities(
-            info.name, info.declared, info.hooks, policy.grants.get(key), required
+        granted = granted_capabilities(
+            info.name, declared, info.hooks, policy.grants.get(key), required
         )
     except PluginLoadError as error:
         raise PluginLoadError(
@@ -251,3 +257,4 @@ def apply_manifest(
             distribution=info.distribution,
             version=info.version,
         ) from None
+    return replace(info, declared=declared, granted=granted)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Literal, final
 
@@ -46,9 +46,9 @@ _log = get_logger("mainspring.plugins")
 
 
 @final
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class PluginInfo:
-    """What ``mainspring plugins`` shows about one registered plugin."""
+    """What ``mainspring plugins`` shows about one registered plugin (immutable)."""
 
     name: str
     source: Source
@@ -56,7 +56,7 @@ class PluginInfo:
     distribution: str | None = None
     version: str | None = None
     hooks: tuple[str, ...] = ()
-    tools: list[str] = field(default_factory=list)
+    tools: tuple[str, ...] = ()
     essential: bool = False
     declared: frozenset[str] | None = None
     """The capabilities its manifest declares; ``None``: undeclared."""
@@ -85,6 +85,7 @@ class PluginSet:
     required: frozenset[str] = frozenset()
     policy: ManifestPolicy = field(default_factory=ManifestPolicy)
     _listeners: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False)
+    _ceiling: frozenset[str] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.pm, KernelManager):
@@ -111,8 +112,7 @@ class PluginSet:
         A grant in the policy that names no registered plugin is logged at WARNING (a
         misspelt ``[plugins.NAME]`` would otherwise narrow nothing).
         """
-        for info in self.infos:
-            self._check_manifest(info)
+        self.infos[:] = [self._check_manifest(info) for info in self.infos]
         names = {normalise(info.name) for info in self.infos}
         for name in sorted(set(self.policy.grants) - names):
             _log.warning(
@@ -121,10 +121,16 @@ class PluginSet:
                 detail=f"[plugins.{name}] capabilities names no loaded plugin",
             )
 
-    def _check_manifest(self, info: PluginInfo) -> None:
+    def _check_manifest(self, info: PluginInfo) -> PluginInfo:
         hint = self.fix_hint(info.name) if info.source == "entrypoint" else ""
         required = normalise(info.name) in self.required and info.source != "inprocess"
-        apply_manifest(info, self.policy, required=required, hint=hint)
+        return apply_manifest(info, self.policy, required=required, hint=hint)
+
+    def with_tools(self, name: str, tools: tuple[str, ...]) -> None:
+        """Record the tools plugin ``name`` contributed (its record is replaced, not changed)."""
+        self.infos[:] = [
+            replace(info, tools=tools) if info.name == name else info for info in self.infos
+        ]
 
     def info(self, name: str) -> PluginInfo | None:
         """The plugin registered as ``name``."""
@@ -153,6 +159,22 @@ class PluginSet:
             self._unregistered(plugin)
         return plugin
 
+    def register_narrowed(self, plugin: object, name: str | None, ceiling: frozenset[str]) -> str:
+        """Register ``plugin`` granted at most ``ceiling``, whatever it declares.
+
+        For a plugin registered by another one at run time: it never holds more than the
+        plugin that registered it. Returns the name it was registered as; raises
+        :class:`~mainspring.PluginLoadError` as ``pm.register`` does.
+        """
+        self._ceiling = ceiling
+        try:
+            registered = self.pm.register(plugin, name)
+        finally:
+            self._ceiling = None
+        if registered is None:
+            raise PluginLoadError(f"plugin {name or plugin!r} is blocked", plugin=name)
+        return registered
+
     def on_change(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after every later registration or unregistration."""
         self._listeners.append(listener)
@@ -176,7 +198,11 @@ class PluginSet:
 
     def _registered(self, name: str, plugin: Any) -> None:
         info = PluginInfo(name, "inprocess", plugin, hooks=hooks_of(self.pm, plugin))
-        self._check_manifest(info)
+        info = self._check_manifest(info)
+        ceiling = self._ceiling
+        if ceiling is not None:
+            granted = ceiling if info.granted is None else info.granted & ceiling
+            info = replace(info, granted=granted)
         self.infos.append(info)
         self._changed()
 

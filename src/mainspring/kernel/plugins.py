@@ -265,6 +265,7 @@ def load_plugins(
     required: Sequence[str] = (),
     grants: Mapping[str, Sequence[str]] | None = None,
     require_manifest: bool = False,
+    allow_unregister: Sequence[str] = (),
 ) -> PluginSet:
     """Build one agent's plugin manager: built-ins, installed, then ``plugins``.
 
@@ -307,7 +308,9 @@ def load_plugins(
         if len(eps) > 1:
             raise _duplicate_error(eps)
     must = frozenset(normalise(name) for name in required)
-    policy = ManifestPolicy.build(grants or {}, require_manifest, _manifests() if selected else {})
+    policy = ManifestPolicy.build(
+        grants or {}, require_manifest, _manifests() if selected else {}, allow_unregister
+    )
     for [ep] in selected:
         hint = required_hint(ep.name) if normalise(ep.name) in must else disable_hint(ep.name)
         check_manifest(ep.name, policy.metadata.get(normalise(ep.name)), hint)
