@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -107,9 +107,13 @@ class StopRun(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """Returned by ``before_tool_call`` to refuse a call; ``reason`` reaches the model."""
+    """Returned by ``before_tool_call`` to refuse a call; ``reason`` reaches the model.
+
+    ``rule`` names the rule of the gate that decided (recorded in ``tool_decision.rule``).
+    """
 
     reason: str
+    rule: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,10 +121,27 @@ class Ask:
     """Returned by ``before_tool_call``: the call runs only if an approver allows it.
 
     ``reason`` is shown to the approver (a person, through the CLI or an application). A
-    ``Block`` from any gate still wins over an ``Ask``.
+    ``Block`` from any gate still wins over an ``Ask``. ``rule`` names the rule that asked.
     """
 
     reason: str
+    rule: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Returned by ``before_tool_call``: run the call with ``arguments`` instead.
+
+    The new arguments are validated against the tool's schema (invalid ones block the
+    call, fail closed); the gates after this one see the edited call and arguments, and
+    the call's ``tool_decision`` names every gate that edited it (``edited_by``) and the
+    arguments that ran. ``reason`` says why (recorded, never shown to the model), ``rule``
+    which rule edited.
+    """
+
+    arguments: Mapping[str, Any]
+    reason: str = ""
+    rule: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ import pluggy
 from .hooks.table import HOOKS
 
 if TYPE_CHECKING:
-    from .errors import Approval, ApprovalRequest, Ask, Block, CompactionResult
+    from .errors import Approval, ApprovalRequest, Ask, Block, CompactionResult, Edit
     from .kernel.agent_view import AgentView
     from .kernel.events import Event
     from .kernel.state import AgentState
@@ -152,8 +152,8 @@ async def compact(
 @hookspec
 async def before_tool_call(
     call: ToolCall, args: Any, tool: Tool, agent: AgentView, signal: AbortSignal
-) -> Block | Ask | None:
-    """Gate a tool call: allow it, or refuse it with a reason the model will see.
+) -> Block | Ask | Edit | None:
+    """Gate a tool call: allow it, refuse it with a reason the model will see, or edit it.
 
     **When:** for each tool call of a turn, serially in call order, after the tool was
     found and its arguments validated, before any call of the batch executes.
@@ -167,8 +167,12 @@ async def before_tool_call(
       abort signal.
 
     **Returns:** :class:`~mainspring.Block` to refuse, :class:`~mainspring.Ask` to let an
-    approver decide, ``None`` to allow. The first ``Block`` wins and later implementations
-    are not called; an ``Ask`` does not stop the others (a later ``Block`` still wins).
+    approver decide, :class:`~mainspring.Edit` to run the call with other arguments (they
+    are validated against the tool's schema; the gates after this one see the edited call
+    and arguments), ``None`` to allow. The first ``Block`` wins and later implementations
+    are not called; an ``Ask`` or an ``Edit`` does not stop the others (a later ``Block``
+    still wins). ``Block``, ``Ask`` and ``Edit`` may name the ``rule`` that decided; the
+    ``tool_decision`` event records it, and the gates that edited (``edited_by``).
     A call that no gate blocked and one asked about is decided by the approvers (see
     ``request_approval``). Every decision is recorded as a ``tool_decision`` event.
 

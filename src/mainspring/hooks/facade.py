@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, final
 
-from ..errors import Ask, Block, CompactionResult, HookError
+from ..errors import Ask, Block, CompactionResult, Edit, HookError
+from ..messages import freeze
 from ..tools import ToolResult
 from ..workers import Owned, in_daemon_thread
 from .failures import failure_of, kernel_finding, passes_through, stalled, timed_out
@@ -48,13 +49,71 @@ class GateDecision:
     """The outcome of ``before_tool_call``: ``plugin`` is ``None`` when allowed.
 
     ``asked`` is ``(plugin, reason)`` when no gate blocked and some asked for approval
-    (the first gate that asked; the reasons of all of them).
+    (the first gate that asked; the reasons of all of them). ``rule`` is the deciding
+    rule. ``edited_by`` names the gates that edited the call; then ``call`` and ``args``
+    are the edited call and its validated arguments (else ``None``).
     """
 
     blocked: bool
     plugin: str | None = None
     reason: str | None = None
     asked: tuple[str, str] | None = None
+    rule: str | None = None
+    edited_by: tuple[str, ...] = ()
+    call: Any = None
+    args: Any = None
+
+
+_ALLOWED = GateDecision(False)
+
+
+@final
+class _Gating:
+    """The call as the gates of one ``before_tool_call`` see it, and what they decided."""
+
+    __slots__ = ("args", "asked", "call", "decision", "edited_by", "fingerprint")
+
+    def __init__(self, call: Any, args: Any, fingerprint: Any) -> None:
+        self.call = call
+        self.args = args
+        self.fingerprint = fingerprint
+        self.asked: list[tuple[str, str, str | None]] = []
+        self.edited_by: list[str] = []
+        self.decision: GateDecision | None = None
+
+    def edit(
+        self,
+        plugin: str,
+        arguments: Any,
+        revalidate: Callable[[Any], Any] | None,
+        fingerprint: Callable[[Any], Any] | None,
+    ) -> None:
+        """Apply an ``Edit`` from ``plugin`` (a :class:`HookError` if it cannot run)."""
+        if revalidate is None or not isinstance(arguments, Mapping):
+            raise HookError("before_tool_call", plugin, "returned an Edit that cannot apply")
+        try:
+            self.args = revalidate(arguments)
+        except Exception as error:
+            raise HookError(
+                "before_tool_call", plugin, f"edited the arguments into invalid ones: {error}"
+            ) from None
+        self.call = self.call.model_copy(update={"arguments": freeze(dict(arguments))})
+        self.fingerprint = fingerprint(self.args) if fingerprint is not None else None
+        self.edited_by.append(plugin)
+
+    def outcome(self) -> GateDecision:
+        edited = tuple(self.edited_by)
+        call, args = (self.call, self.args) if edited else (None, None)
+        decision = self.decision
+        if decision is not None:
+            return replace(decision, edited_by=edited, call=call, args=args)
+        if self.asked:
+            reasons = "; ".join(reason for _, reason, _ in self.asked)
+            plugin, _, rule = self.asked[0]
+            return GateDecision(
+                False, asked=(plugin, reasons), rule=rule, edited_by=edited, call=call, args=args
+            )
+        return GateDecision(False, edited_by=edited, call=call, args=args)
 
 
 def as_tuple(value: Any, hook: str, plugin: str) -> tuple[Any, ...]:
@@ -438,50 +497,64 @@ class Hooks:
         agent: Any,
         signal: AbortSignal,
         report: Report,
-        fingerprint: Callable[[], Any] | None = None,
+        fingerprint: Callable[[Any], Any] | None = None,
+        revalidate: Callable[[Any], Any] | None = None,
     ) -> GateDecision:
         """The first ``Block`` wins; a failing gate blocks (fail closed).
 
-        ``fingerprint()`` (given for arguments that could be changed in place) is taken
-        before the gates and after each one: a gate that changed the arguments blocks
-        the call, so what runs is what every gate saw.
+        ``fingerprint(args)`` (given for arguments that could be changed in place) is
+        taken before the gates and after each one: a gate that changed the arguments
+        blocks the call, so what runs is what every gate saw. An ``Edit`` replaces the
+        call's arguments with ``revalidate(arguments)`` (the tool's validation; what it
+        raises blocks the call); the later gates see the edited call.
         """
-        every = (call, args, tool, agent, signal)
-        before = fingerprint() if fingerprint is not None else None
+        if not self.relay.has("before_tool_call"):
+            return _ALLOWED
+        state = _Gating(call, args, fingerprint(args) if fingerprint is not None else None)
 
-        def absorb(impl: Implementation, asked: Any, result: Any) -> tuple[Any, bool]:
+        def args_of(current: _Gating) -> tuple[Any, ...]:
+            return (current.call, current.args, tool, agent, signal)
+
+        def absorb(impl: Implementation, current: Any, result: Any) -> tuple[Any, bool]:
             # a gate that is not handed the arguments cannot have changed them
-            if fingerprint is not None and impl.argnames != ("call",) and fingerprint() != before:
+            if (
+                fingerprint is not None
+                and impl.argnames != ("call",)
+                and fingerprint(current.args) != current.fingerprint
+            ):
                 raise HookError(
                     "before_tool_call", impl.plugin, "changed the arguments it was asked about"
                 )
             if result is None:
-                return asked, False
+                return current, False
             if isinstance(result, Block):
-                return GateDecision(True, impl.plugin, _text(result.reason)), True
+                current.decision = GateDecision(
+                    True, impl.plugin, _text(result.reason), rule=result.rule
+                )
+                return current, True
             if isinstance(result, Ask):
-                return (*asked, (impl.plugin, _text(result.reason))), False
+                current.asked.append((impl.plugin, _text(result.reason), result.rule))
+                return current, False
+            if isinstance(result, Edit):
+                current.edit(impl.plugin, result.arguments, revalidate, fingerprint)
+                return current, False
             raise HookError(
                 "before_tool_call",
                 impl.plugin,
-                f"returned a {type(result).__name__}, not a Block or an Ask",
+                f"returned a {type(result).__name__}, not a Block, an Ask or an Edit",
             )
 
-        async def failed(error: HookError, asked: Any) -> tuple[Any, bool]:
+        async def failed(error: HookError, current: Any) -> tuple[Any, bool]:
             await report(error, "call blocked (fail closed)")
             # a plugin's exception may carry internals: it goes to the event and the log;
             # the kernel's own findings (a timeout, changed arguments, garbage) are shown
             why = f" ({error.cause_text})" if kernel_finding(error) else ""
             reason = f"blocked: the permission gate {error.plugin!r} failed{why}"
-            return GateDecision(True, error.plugin, reason), False
+            current.decision = GateDecision(True, error.plugin, reason)
+            return current, False
 
-        outcome = await self._drive("before_tool_call", (), every, absorb, failed)
-        if isinstance(outcome, GateDecision):
-            return outcome
-        if outcome:
-            reasons = "; ".join(reason for _, reason in outcome)
-            return GateDecision(False, asked=(outcome[0][0], reasons))
-        return GateDecision(False)
+        final: _Gating = await self._drive("before_tool_call", state, args_of, absorb, failed)
+        return final.outcome()
 
     async def request_approval(
         self,

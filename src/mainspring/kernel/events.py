@@ -255,6 +255,13 @@ class ToolDecision(_Event):
     ``approver`` (``plugin`` is its name), the ``api`` (``agent.approve()``), a
     ``remembered`` approval, or the kernel when no answer came (``timeout``) or no
     approver is configured (``no_approver``)."""
+    rule: str | None = None
+    """The rule that decided, as the deciding gate named it (``Block``/``Ask``/``Edit``
+    ``rule``), or ``None``."""
+    edited_by: tuple[str, ...] = ()
+    """The gates that edited the call's arguments (``Edit``), in order; when not empty,
+    ``arguments`` holds the arguments that ran (or were refused)."""
+    arguments: Any = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

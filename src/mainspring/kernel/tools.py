@@ -68,6 +68,12 @@ class _Prepared:
         """Set when a gate asked for approval: the call waits for a decision."""
 
 
+def _fingerprint(args: Any) -> Any:
+    """What a gate could change in place: a model instance's fields (a JSON-Schema tool's
+    arguments are read-only already)."""
+    return args.model_dump() if isinstance(args, BaseModel) else None
+
+
 async def _finish_call(run: Run, call: ToolCall, result: ToolResult) -> None:
     details = result.details
     if details is not None:
@@ -113,11 +119,14 @@ async def _prepare(
         await _finish_call(run, call, ToolResult.error(str(error)))
         return None
     hooks = run.hooks
-    gated = isinstance(args, BaseModel) and hooks.relay.has("before_tool_call")
-    fingerprint = args.model_dump if gated else None
     decision = await hooks.before_tool_call(
-        call, args, tool, run.agent, run.signal, run.report_hook_error, fingerprint
+        call, args, tool, run.agent, run.signal, run.report_hook_error, _fingerprint, tool.validate
     )
+    edits: dict[str, Any] = {}
+    if decision.edited_by:
+        # the gates edited the call: what runs is the edited call, validated again
+        call, args = decision.call, decision.args
+        edits = {"edited_by": decision.edited_by, "arguments": thaw(call.arguments)}
     prepared = _Prepared(index, call, tool, args, run.settings.tools.abort_grace_s)
     if decision.asked is not None:
         plugin, reason = decision.asked
@@ -131,6 +140,7 @@ async def _prepare(
                 plugin=None,
                 reason="allowed earlier in this session",
                 decided_by="remembered",
+                **edits,
             )
             return prepared
         prepared.asked = request
@@ -153,6 +163,8 @@ async def _prepare(
         decision="block" if decision.blocked else "allow",
         plugin=decision.plugin,
         reason=decision.reason,
+        rule=decision.rule,
+        **edits,
     )
     if decision.blocked:
         text = f'Tool call "{call.name}" was blocked by {decision.plugin}: {decision.reason}'
