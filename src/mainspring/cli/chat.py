@@ -29,6 +29,7 @@ from typing import TextIO
 from .. import __version__
 from ..kernel.agent import Agent
 from .approve import TerminalApprover
+from .errors import usage_error
 from .render import TerminalRenderer
 
 __all__ = ["COMMANDS", "chat"]
@@ -98,7 +99,7 @@ def _command(agent: Agent, text: str, err: TextIO) -> bool | None:
         try:
             agent.configure(model=argument)
         except ValueError as error:
-            print(f"mainspring: {error}", file=err)
+            usage_error(error, err)
         else:
             model = agent.state.model
             print(f"model: {model.provider}:{model.id}", file=err)

@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import PluginLoadError
 from ..kernel.agent import Agent
 from ..kernel.plugins import installed_manifest, plugin_name
+from .errors import usage_error
 
 __all__ = ["build_for_listing", "list_plugins", "report_broken", "show_tool"]
 
@@ -149,8 +150,7 @@ def show_tool(agent: Agent, name: str, as_json: bool) -> int:
     tool = tools.get(name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
-        print(f"mainspring: no tool named {name!r}; tools: {known}", file=sys.stderr)
-        return 2
+        return usage_error(f"no tool named {name!r}; tools: {known}")
     spec = tool.spec
     if as_json:
         print(json.dumps(spec.model_dump(), indent=2))
