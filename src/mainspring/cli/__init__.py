@@ -48,7 +48,7 @@ from .errors import EXIT_USAGE, usage_error
 from .listing import build_for_listing, list_plugins, report_broken, show_tool
 from .mcp import add_mcp_option, apply_mcp_option, mcp_command, server_of
 from .notes import NOTE_UNSEEN_TOOLS, first_time
-from .render import JsonRenderer, TerminalRenderer
+from .render import JsonRenderer, TerminalRenderer, cut_notice
 from .sessions_cmd import (
     add_session_options,
     add_sessions_command,
@@ -283,14 +283,9 @@ async def _run(args: argparse.Namespace, agent: Agent) -> int:
     if renderer.reason not in ("stop", "stopped_by_hook"):
         return EXIT_RUN_FAILED
     replies = [m for m in outcome.messages if getattr(m, "role", None) == "assistant"]
-    cut = replies[-1].stop_reason if replies else None
-    if cut in ("length", "repetition"):
-        why = (
-            "at the model's output-token limit"
-            if cut == "length"
-            else "because it had started to repeat itself"
-        )
-        print(f"mainspring: the reply was cut off {why} (stop_reason={cut})", file=sys.stderr)
+    notice = cut_notice(replies[-1]) if replies else None
+    if notice:
+        print(notice, file=sys.stderr)
         return EXIT_CUT
     return EXIT_OK
 
