@@ -48,7 +48,7 @@ def test_the_fixtures_work_in_a_session_that_enables_nothing(tmp_path: Path) -> 
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "6 passed" in done.stdout, done.stdout
+    assert "9 passed" in done.stdout, done.stdout
 
 
 def test_this_session_has_the_plugin_too(pytestconfig: pytest.Config) -> None:
