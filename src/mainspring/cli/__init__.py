@@ -43,6 +43,7 @@ from .commands import (
     new_plugin_command,
     read_prompt,
 )
+from .default_gate import AskBeforeChanging
 from .durable import DURABLE_COMMANDS, add_durable_commands, durable_command
 from .errors import EXIT_USAGE, usage_error
 from .listing import build_for_listing, list_plugins, report_broken, show_tool
@@ -202,7 +203,9 @@ def _build_agent(args: argparse.Namespace) -> Agent:
     if args.command in ("run", "chat"):
         # the terminal is the approver of calls a gate asks about (see cli/approve.py)
         mode = approval_mode(args.yes, args.no, sys.stdin.isatty())
-        plugins.append(TerminalApprover(mode))
+        terminal = TerminalApprover(mode)
+        # bash and write of the coding tools ask first unless an approver is configured
+        plugins += [terminal, AskBeforeChanging(terminal)]
     settings = apply_mcp_option(getattr(args, "mcp", []), load_settings())
     running = args.command in ("run", "chat")
     settings, warning = usable_default(settings, listing=not running)
