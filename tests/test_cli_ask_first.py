@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from cli_in_process import run_cli
+
+if TYPE_CHECKING:
+    from conftest import Terminal
 
 pytest.importorskip("mainspring_coding_tools")
 
@@ -115,3 +120,24 @@ def test_another_plugins_bash_is_not_caught(env: dict[str, str], tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert "approval:" not in done.stderr
     assert (tmp_path / "proof.txt").read_text() == "other"
+
+
+def test_on_a_terminal_bash_asks_and_runs_once_allowed(
+    env: dict[str, str], tmp_path: Path, pty_terminal: type[Terminal]
+) -> None:
+    env = {**env, "MAINSPRING_WORKSPACE": str(tmp_path)}  # where bash runs
+    args = ["-m", "mainspring", "run", "go", "-m", "scripted:x", "--no-session"]
+    plugins = ["--plugin", "scripted_plugin", "--plugin", "mainspring_coding_tools"]
+    terminal = pty_terminal([sys.executable, *args, *plugins], env)
+    try:
+        terminal.expect('approve bash {"command": "echo ran > proof.txt"}?')
+        assert not (tmp_path / "proof.txt").exists()  # asked before it ran
+        terminal.type("y\n")
+        terminal.expect("done")
+        assert terminal.close() == 0
+        assert (tmp_path / "proof.txt").read_text().strip() == "ran"
+    finally:
+        if terminal.process.poll() is None:
+            terminal.process.kill()
+            terminal.process.wait(timeout=15)
+        os.close(terminal.master)
