@@ -55,7 +55,7 @@ def test_the_local_provider_refuses_an_id_it_does_not_serve(env: dict[str, str])
 
     assert done.returncode == 2
     assert last_line(done) == (
-        "mainspring: --model: the local provider does not serve 'gpt-4'; "
+        "mainspring: error: --model: the local provider does not serve 'gpt-4'; "
         f"it serves local:{LOCAL_MODEL_ID}"
     )
 
@@ -102,7 +102,7 @@ def test_a_malformed_model_variable_is_named_and_listing_still_works(
     assert tools.returncode == 0, tools.stderr
     assert "warning: $MAINSPRING_MODEL is 'bogus'" in listed.stderr
     assert ran.returncode == 2
-    assert last_line(ran).startswith("mainspring: $MAINSPRING_MODEL is 'bogus'; give ")
+    assert last_line(ran).startswith("mainspring: error: $MAINSPRING_MODEL is 'bogus'; give ")
 
 
 def test_an_unknown_provider_in_the_config_file_names_the_file(
@@ -114,7 +114,8 @@ def test_an_unknown_provider_in_the_config_file_names_the_file(
 
     assert done.returncode == 2
     assert last_line(done).startswith(
-        f'mainspring: default_model in {tmp_path / "config.toml"}: unknown provider "nowhere"'
+        "mainspring: error: default_model in "
+        f'{tmp_path / "config.toml"}: unknown provider "nowhere"'
     )
 
 
@@ -125,7 +126,9 @@ def test_no_plugin_naming_no_plugin_is_an_error_for_run_and_a_warning_for_lists(
     listed = cli(env, "tools", "--no-plugin", "nosuch")
 
     assert ran.returncode == 2
-    assert last_line(ran).startswith("mainspring: --no-plugin nosuch: no plugin of that name")
+    assert last_line(ran).startswith(
+        "mainspring: error: --no-plugin nosuch: no plugin of that name"
+    )
     assert "catalogued" in last_line(ran)  # the names there are
     assert listed.returncode == 0
     assert "warning: --no-plugin nosuch: no plugin of that name" in listed.stderr
@@ -158,7 +161,7 @@ def test_a_local_option_that_is_not_allowed_is_named_with_what_is(
     done = cli(env, "run", "hi")
 
     assert done.returncode == 2
-    assert last_line(done) == f"mainspring: {config}: providers.local.options.{complaint}"
+    assert last_line(done) == f"mainspring: error: {config}: providers.local.options.{complaint}"
 
 
 def test_another_local_model_is_configured_by_file_id_and_turn_format(

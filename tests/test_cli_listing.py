@@ -131,3 +131,25 @@ def test_tool_warns_about_a_missing_description_and_an_untyped_parameter(
     events = {record.getMessage() for record in caplog.records}
     assert {"tool_without_description", "tool_parameter_untyped"} <= events
     assert vague.name == "vague"
+
+
+def test_a_broken_installed_plugin_is_reported_once_without_a_plugin_disabled_line(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "acme_broken_listing.py").write_text("raise RuntimeError('broken on import')\n")
+    info = site / "acme_broken-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-broken\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[mainspring]\nacme-broken = acme_broken_listing\n")
+    env = {**env, "PYTHONPATH": os.pathsep.join([str(site), env["PYTHONPATH"]])}
+    env.pop("MAINSPRING_DISABLE_PLUGIN_AUTOLOAD")
+    env["MAINSPRING_PLUGINS"] = "acme-broken"
+
+    done = cli(env, "plugins")
+
+    assert done.returncode == 2
+    assert "broken: acme-broken:" in done.stderr and "broken on import" in done.stderr
+    mentions = [line for line in done.stderr.splitlines() if "acme-broken" in line]
+    assert not [line for line in mentions if "plugin disabled" in line], done.stderr

@@ -86,7 +86,7 @@ def test_continue_without_a_conversation_is_a_usage_error(env: dict[str, str]) -
     done = run(env, "hello", "--continue")
 
     assert done.returncode == 2
-    assert "no conversation to continue" in done.stderr
+    assert "no conversation yet" in done.stderr
 
 
 def test_sessions_lists_and_shows_conversations(env: dict[str, str]) -> None:
@@ -115,6 +115,57 @@ def test_showing_an_unknown_conversation_says_so(env: dict[str, str]) -> None:
     assert "no conversation 'nosuch'" in done.stderr
 
 
+@pytest.mark.parametrize("key", ["full", "prefix", "latest"])
+def test_session_resumes_a_kept_conversation_by_id_prefix_or_latest(
+    env: dict[str, str], key: str
+) -> None:
+    assert run(env, "name a colour").returncode == 0
+    [kept] = (Path(env["MAINSPRING_DATA_DIR"]) / "sessions").glob("*.jsonl")
+    given = {"full": kept.stem, "prefix": kept.stem[:-2], "latest": "latest"}[key]
+
+    second = run(env, "and another", "--session", given)
+
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.strip() == "heard: name a colour | and another"
+    assert list((Path(env["MAINSPRING_DATA_DIR"]) / "sessions").glob("*.jsonl")) == [kept]
+
+
+def test_session_with_an_unknown_id_is_an_error_and_makes_no_file(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+
+    done = run_cli(
+        ["run", "hi", "--plugin", "echo_plugin", "--model", "echo:x", "--session", "nosuch"],
+        env,
+        cwd=work,
+    )
+
+    assert done.returncode == 2
+    assert "mainspring: error: no conversation 'nosuch'" in done.stderr
+    assert list(work.iterdir()) == []
+
+
+def test_sessions_show_latest(env: dict[str, str]) -> None:
+    assert run(env, "first conversation").returncode == 0
+    assert run(env, "second conversation").returncode == 0
+
+    shown = cli(env, "sessions", "show", "latest")
+
+    assert shown.returncode == 0, shown.stderr
+    assert "user: second conversation" in shown.stdout
+
+
+def test_a_session_path_is_a_file_even_when_it_does_not_exist(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    done = run(env, "hello", "--session", str(tmp_path / "new.jsonl"))
+
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "new.jsonl").exists()
+
+
 @pytest.mark.parametrize("where", ["a-file/session.jsonl", "a-directory"])
 def test_an_unusable_session_path_is_one_line_and_exit_2(
     env: dict[str, str], tmp_path: Path, where: str
@@ -127,7 +178,7 @@ def test_an_unusable_session_path_is_one_line_and_exit_2(
     assert done.stdout == ""
     assert "Traceback" not in done.stderr
     line = done.stderr.strip().splitlines()[-1]
-    assert line.startswith(f"mainspring: the session file {tmp_path / where} cannot be")
+    assert line.startswith(f"mainspring: error: the session file {tmp_path / where} cannot be")
     assert "Errno" not in line
 
 

@@ -44,3 +44,43 @@ async def test_the_provider_guide_runs_as_written() -> None:
     namespace: dict[str, object] = {}
     exec(compile(blocks[0] + "\n" + blocks[2], "docs/providers.md", "exec"), namespace)
     await namespace["test_the_echo_provider_streams_and_calls_tools"]()  # type: ignore[operator]
+
+
+_WITHOUT = ["-p", "no:cacheprovider", "-p", "no:cov", "-p", "no:xdist"]
+"""Plugins of this session the examples' session does without (its root is its directory,
+which holds its pytest.ini)."""
+
+_TEST_FILE = re.compile(r"^```python\n# (test_\w+\.py)\n(.*?)^```$", re.S | re.M)
+
+
+def test_the_runnable_examples_of_the_docs_pass(tmp_path: Path) -> None:
+    """Every docs block whose first line names a test file (``# test_NAME.py``) is that
+    file; all of them pass under pytest, with mainspring's pytest plugin, as written."""
+    import os
+    import subprocess
+    import sys
+
+    written: list[str] = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        for name, body in _TEST_FILE.findall(page.read_text(encoding="utf-8")):
+            target = tmp_path / f"{page.stem.replace('-', '_')}_{name}"
+            assert not target.exists(), f"{page.name} names {name} twice"
+            target.write_text(body, encoding="utf-8")
+            written.append(target.name)
+    assert written, "no runnable example in docs/*.md"
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+        "filterwarnings = error\npython_files = *.py\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAINSPRING_")}
+    env["MAINSPRING_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", str(tmp_path), "-q", *_WITHOUT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "failed" not in done.stdout and "error" not in done.stdout.lower()

@@ -45,6 +45,8 @@ def tutorial_files(markdown: str) -> dict[str, str]:
         if named is None:
             continue
         path, continued = named.groups()
+        if re.fullmatch(r"test_\w+\.py", path):
+            continue  # a runnable example of the page (tests/test_docs.py runs those)
         if continued:
             assert path in files, f"{path} is continued before it starts"
             files[path] += rest

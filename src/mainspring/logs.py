@@ -6,6 +6,12 @@ A library must stay quiet unless asked, so mainspring's loggers are stdlib logge
 bound with :func:`structlog.contextvars.bind_contextvars` (``run_id``, ``turn``,
 ``tool_call_id``) is merged into every line, and values of keys that look like secrets
 are redacted.
+
+An application that configured no logging at all still sees warnings on stderr, as the
+standard library's last resort would print them, but whole: the ``mainspring`` logger has
+a fallback handler that writes :func:`render_line`'s form, fields included (``mainspring:
+warning: hook error (hook=on_event, plugin=x, error=RuntimeError: boom)``), and stays
+silent as soon as the root logger has a handler or :func:`configure_logging` ran.
 """
 
 from __future__ import annotations
@@ -70,6 +76,31 @@ def render_line(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]
     fields = ", ".join(f"{key}={value}" for key, value in event_dict.items())
     line = f"mainspring: {level}: {event}" + (f" ({fields})" if fields else "")
     return f"{line}\n{trace}" if trace else line
+
+
+class _Fallback(logging.Handler):
+    """What the last resort would print, with the record's fields (see the module)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self._extras = structlog.stdlib.ExtraAdder()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if logging.getLogger().handlers:
+            return  # the application configured logging: it decides
+        try:
+            fields = self._extras(logging.getLogger(record.name), "", {"_record": record})
+            fields.pop("_record", None)
+            fields.update(level=record.levelname.lower(), event=record.getMessage())
+            line = render_line(None, "", fields)
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+        except Exception:
+            self.handleError(record)
+
+
+_FALLBACK = _Fallback()
+logging.getLogger("mainspring").addHandler(_FALLBACK)
 
 
 def configure_logging(level: str = "WARNING", json_output: bool = False) -> None:

@@ -40,8 +40,8 @@ test = ["pytest>=8", "pytest-asyncio>=0.24"]
 [project.entry-points.mainspring]
 {name} = "{module}"
 
-# its capability manifest, readable without importing it: one entry per capability, the
-# same as CAPABILITIES in the module (mainspring's docs/capabilities.md)
+# its capability manifest, the one place it is declared: one entry per capability, read
+# without importing it (mainspring's docs/capabilities.md); reinstall after editing it
 [project.entry-points."mainspring.capabilities"]
 "{name}.tools" = "{module}"
 "{name}.gate" = "{module}"
@@ -79,9 +79,6 @@ from mainspring import Block, hookimpl
 
 PLUGIN_NAME = "{name}"
 """The distribution and entry-point name; also the key of this plugin's options."""
-
-CAPABILITIES = ("tools", "gate")
-"""What this plugin does (its manifest): each hook it implements needs one of these."""
 
 DEFAULT_MAX_LENGTH = {default_max}
 

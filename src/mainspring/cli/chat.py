@@ -4,10 +4,13 @@ On a terminal it starts with a banner (version, model, plugin and tool counts, w
 conversation is kept) and reads each prompt with a line editor (:mod:`.line_editor`:
 history, editing, multi-line input, Tab-completed slash commands, Ctrl-C clears the line
 and twice quits). While a reply streams, what is typed is not echoed into it: it collects
-apart (:mod:`.typeahead`, shown beside the spinner) and Enter sends it to steer the run
-(delivered at the start of its next turn); what is typed but not sent comes back in the
-next prompt. When a tool call waits for approval, the next line typed is the answer
-(``y``/``n``/``a``/``t``). Ctrl-C aborts the active run, not the program.
+apart (:mod:`.typeahead`, shown beside the spinner or on the line under the reply) and
+Enter sends it to steer the run (delivered at the start of its next turn; its note is
+printed when the turn ends, between the turns); what is typed but not sent comes back in
+the next prompt. A blank line separates one exchange from the next, and a reply that was
+cut off ends with the notice ``run`` prints. When a tool call waits for approval, the
+next line typed is the answer (``y``/``n``/``a``/``t``). Ctrl-C aborts the active run, not
+the program.
 
 Without a terminal (piped input) each line is a prompt, answered before the next is read.
 
@@ -29,7 +32,8 @@ from typing import TextIO
 from .. import __version__
 from ..kernel.agent import Agent
 from .approve import TerminalApprover
-from .render import TerminalRenderer
+from .errors import usage_error
+from .render import TerminalRenderer, cut_notice
 
 __all__ = ["COMMANDS", "chat"]
 
@@ -51,12 +55,16 @@ def _read_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None
     loop.call_soon_threadsafe(queue.put_nowait, None)
 
 
-def _exit_code(renderer: TerminalRenderer, agent: Agent) -> int:
-    """The code ``run`` would exit with after the run that just ended."""
+def _exit_code(renderer: TerminalRenderer, agent: Agent, err: TextIO) -> int:
+    """The code ``run`` would exit with after the run that just ended; a reply that was
+    cut off gets the notice ``run`` prints, on ``err``."""
     if renderer.reason not in ("stop", "stopped_by_hook"):
         return 1
-    last = agent.last_message
-    return 3 if getattr(last, "stop_reason", None) in ("length", "repetition") else 0
+    notice = cut_notice(agent.last_message)
+    if notice:
+        print(notice, file=err, flush=True)
+        return 3
+    return 0
 
 
 def _count(number: int, thing: str) -> str:
@@ -98,7 +106,7 @@ def _command(agent: Agent, text: str, err: TextIO) -> bool | None:
         try:
             agent.configure(model=argument)
         except ValueError as error:
-            print(f"mainspring: {error}", file=err)
+            usage_error(error, err)
         else:
             model = agent.state.model
             print(f"model: {model.provider}:{model.id}", file=err)
@@ -143,10 +151,10 @@ class _Terminal:
                 info.plugin.read_line = self._answer
 
     def _typing(self, text: str) -> None:
-        self.renderer.typed = text
+        self.renderer.show_typed(text)
 
     def _steer(self, text: str) -> None:
-        self.renderer.typed = ""
+        self.renderer.show_typed("")
         if text.startswith("/"):
             self.renderer.note(f"» {text}")
             done = _command(self.agent, text, self.err)
@@ -157,7 +165,10 @@ class _Terminal:
                 return
         if self.agent.state.is_streaming:
             self.agent.steer(text)
-            self.renderer.note(f"» {text}  (steering: delivered at the start of the next turn)")
+            # printed between the turns, not into the reply: shown under it until then
+            self.renderer.queue_note(
+                f"» {text}  (steering: delivered at the start of the next turn)"
+            )
         else:
             self.typeahead.pending = text  # the run just ended: it is the next prompt
 
@@ -188,8 +199,10 @@ class _Terminal:
             await asyncio.wait([task])
         finally:
             self.typeahead.stop()
-            self.renderer.typed = ""
-        return _exit_code(self.renderer, self.agent)
+            self.renderer.show_typed("")
+        code = _exit_code(self.renderer, self.agent, self.err)
+        print(file=self.err, flush=True)  # a blank line between one exchange and the next
+        return code
 
     async def loop(self) -> int:
         loop = asyncio.get_running_loop()
@@ -229,6 +242,7 @@ async def _piped(agent: Agent, renderer: TerminalRenderer, out: TextIO, err: Tex
     threading.Thread(target=_read_lines, args=(loop, queue), daemon=True).start()
     code = 0
     stop = False
+    answered = False
 
     def interrupt() -> None:  # abort the active run, else end the chat
         nonlocal stop
@@ -254,9 +268,12 @@ async def _piped(agent: Agent, renderer: TerminalRenderer, out: TextIO, err: Tex
                     break
                 if done is not None:
                     continue
+            if answered:
+                print(file=out, flush=True)  # a blank line between one reply and the next
             await renderer.prepare(agent)
             await agent.prompt(text)
-            code = _exit_code(renderer, agent)
+            code = _exit_code(renderer, agent, err)
+            answered = True
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)

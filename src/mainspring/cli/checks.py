@@ -12,6 +12,9 @@ the option, variable or config key at fault and what it accepts.
 - :func:`unknown_plugin_names`: ``--no-plugin NAME`` naming no plugin.
 - :func:`check_settings`: provider options the settings model cannot check (the local
   provider's), named with the config file they come from.
+- :func:`with_provider_options`: ``-o KEY VALUE`` sets an option of the model's provider.
+- :func:`check_credentials`: the model's provider needs a key that is not set (an
+  OpenAI- or Anthropic-compatible API that is not local): a ``ValueError`` before the run.
 - :func:`unused_tools_note`: the agent has tools its model will not see (a provider's
   optional ``tool_support(model)`` says why, as the local provider does in its default
   ``tool_mode``).
@@ -19,15 +22,18 @@ the option, variable or config key at fault and what it accepts.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..kernel.assembly import DEFAULT_MODEL
 from ..kernel.plugin_controls import normalise
-from ..settings import Settings, config_path
+from ..settings import ProviderSettings, Settings, config_path
 
 __all__ = [
+    "check_credentials",
     "check_model",
     "check_names",
     "check_settings",
@@ -36,6 +42,7 @@ __all__ = [
     "unknown_plugin_names",
     "unused_tools_note",
     "usable_default",
+    "with_provider_options",
 ]
 
 _FORM = '"provider:model-id", e.g. local:smollm2-135m (mainspring models lists them)'
@@ -61,6 +68,41 @@ def check_settings(settings: Settings) -> None:
     except ValueError as error:
         path, exists = config_path()
         raise ValueError(f"{path}: {error}" if exists else str(error)) from None
+
+
+def with_provider_options(
+    settings: Settings, model: str | None, options: Sequence[Sequence[str]]
+) -> Settings:
+    """``settings`` with each ``(KEY, VALUE)`` of ``options`` (``-o KEY VALUE``) set in
+    ``[providers.NAME] options``, ``NAME`` being the provider of ``model`` (else of the
+    default model). ``VALUE`` is read as JSON (``0.2``, ``true``, ``[1, 2]``), else as text.
+    """
+    if not options:
+        return settings
+    provider = (model or settings.default_model or DEFAULT_MODEL).partition(":")[0].strip()
+    given: dict[str, Any] = {}
+    for key, value in options:
+        try:
+            given[key] = json.loads(value)
+        except ValueError:
+            given[key] = value
+    current = settings.providers.get(provider) or ProviderSettings()
+    updated = current.model_copy(update={"options": {**current.options, **given}})
+    return settings.model_copy(update={"providers": {**settings.providers, provider: updated}})
+
+
+def check_credentials(agent: Any, source: str) -> None:
+    """Raise ``ValueError`` when the agent's provider says a credential it needs is missing
+    (its optional ``credentials_problem()``, as the OpenAI and Anthropic providers have)."""
+    try:
+        provider = agent.provider_for(agent.state.model)
+        problem = getattr(provider, "credentials_problem", None)
+        text = problem() if problem is not None else None
+    except Exception:  # a provider that cannot be built says so when it is used
+        return
+    if text:
+        model = agent.state.model
+        raise ValueError(f"{model.provider}:{model.id} ({source}): {text}")
 
 
 def _malformed(model: str) -> bool:
@@ -140,9 +182,11 @@ def check_names(agent: Any, model: str | None, disabled: Sequence[str], running:
         print(f"mainspring: warning: {text}", file=sys.stderr, flush=True)
 
 
-def unused_tools_note(agent: Any) -> str | None:
+def unused_tools_note(agent: Any, brief: bool = False) -> str | None:
     """A note when the agent has tools and its provider says the model will not see them
-    (the provider's optional ``tool_support(model)``); ``None`` otherwise."""
+    (the provider's optional ``tool_support(model)``); ``None`` otherwise. ``brief``: one
+    short line, the reason without what to do about it (its text up to the first ``; ``),
+    pointing at ``mainspring tools``, which gives it whole."""
     count = len(agent.state.tools)
     if not count:
         return None
@@ -153,4 +197,7 @@ def unused_tools_note(agent: Any) -> str | None:
         return None
     if not reason:
         return None
-    return f"{count} tool{'' if count == 1 else 's'} installed, but {reason}"
+    tools = f"{count} tool{'' if count == 1 else 's'} installed"
+    if brief:
+        return f"{tools}, but {reason.split('; ')[0]} (how to change it: mainspring tools)"
+    return f"{tools}, but {reason}"

@@ -4,18 +4,19 @@ read from standard input; ``--plugin MODULE[:ATTR]``."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import json
 import os
 import re
 import stat
-import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import PluginLoadError
 from ..plugin_hooks import implemented_hooks
 from ..settings import Settings, config_path, load_settings
+from .errors import usage_error
 
 __all__ = [
     "add_commands",
@@ -108,12 +109,34 @@ def read_prompt(prompt: str | None, stdin: TextIO) -> str:
 # -- models --------------------------------------------------------------------------------
 
 
+def _served(provider: Any) -> Any:
+    """What ``provider`` answers to ``list_models()`` (an OpenAI-compatible server's list),
+    the error it raised, or ``None`` when it has no list to ask for or lacks a key."""
+    asking = getattr(provider, "list_models", None)
+    problem = getattr(provider, "credentials_problem", None)
+    if asking is None or (problem is not None and problem()):
+        return None
+
+    async def ask() -> Any:
+        try:
+            return await asking()
+        except Exception as error:  # an unreachable or odd server is reported, not fatal
+            return error
+
+    return ask()
+
+
 def models_command(agent: Any, as_json: bool) -> int:
-    """Each registered provider and the models of its catalogue (``"provider:id"``)."""
+    """Each registered provider and its models (``"provider:id"``): its catalogue, and
+    the models an OpenAI-compatible server lists (asked with a timeout). A provider for
+    tests only (``test_only``, as the faux provider) is left out."""
     rows: list[dict[str, Any]] = []
+    asked: dict[int, Any] = {}
     for name, provider in sorted(agent.providers.items()):
         row: dict[str, Any] = {"provider": name, "models": []}
         try:
+            if getattr(provider, "test_only", False):
+                continue
             catalogue = getattr(provider, "models", None) or {}
             row["models"] = [
                 {
@@ -124,9 +147,21 @@ def models_command(agent: Any, as_json: bool) -> int:
                 }
                 for model in catalogue.values()
             ]
+            question = _served(provider)
+            if question is not None:
+                asked[len(rows)] = question
         except Exception as error:  # a provider that cannot be built is reported, not fatal
             row["error"] = f"{type(error).__name__}: {error}"
         rows.append(row)
+    if asked:
+        answers = asyncio.run(_gathered(list(asked.values())))
+        for index, answer in zip(asked, answers, strict=True):
+            if isinstance(answer, BaseException):
+                why = str(answer) or type(answer).__name__
+                rows[index]["served_error"] = f"the server did not list its models: {why}"
+            else:
+                known = {model["id"] for model in rows[index]["models"]}
+                rows[index]["served"] = [name for name in answer if name not in known]
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -136,7 +171,7 @@ def models_command(agent: Any, as_json: bool) -> int:
         if "error" in row:
             print(f"{row['provider']}  (unavailable: {row['error']})")
             continue
-        if not row["models"]:
+        if not row["models"] and not row.get("served"):
             print(f"{row['provider']}  (any model id: {row['provider']}:MODEL-ID)")
         for model in row["models"]:
             reasoning = ", reasoning" if model["reasoning"] else ""
@@ -144,7 +179,15 @@ def models_command(agent: Any, as_json: bool) -> int:
                 f"{row['provider']}:{model['id']}  (context {model['context_window']}, "
                 f"output {model['max_output_tokens']}{reasoning})"
             )
+        for name in row.get("served", ()):
+            print(f"{row['provider']}:{name}  (listed by the server)")
+        if "served_error" in row:
+            print(f"{row['provider']}  ({row['served_error']})")
     return 0
+
+
+async def _gathered(questions: list[Any]) -> list[Any]:
+    return list(await asyncio.gather(*questions))
 
 
 # -- config --------------------------------------------------------------------------------
@@ -165,7 +208,13 @@ def _toml_value(value: Any) -> str:
 
 
 def _toml(data: dict[str, Any], prefix: str = "") -> list[str]:
-    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    """``data`` as TOML that :func:`~mainspring.settings.load_settings` reads back; TOML
+    has no null, so an unset value is a comment."""
+    lines = [
+        f"# {k} is unset" if v is None else f"{k} = {_toml_value(v)}"
+        for k, v in data.items()
+        if not isinstance(v, dict)
+    ]
     for key, value in data.items():
         if isinstance(value, dict):
             name = key if key.replace("_", "").replace("-", "").isalnum() else json.dumps(key)
@@ -209,8 +258,7 @@ def new_plugin_command(name: str, directory: str | None) -> int:
     try:
         target = write_plugin(name, Path(directory) if directory else None)
     except (ValueError, OSError) as error:
-        print(f"mainspring: {error}", file=sys.stderr)
-        return 2
+        return usage_error(error)
     print(f"wrote {target}: a tool (shout), a gate, tests and a README")
     print(f'next: pip install -e "{target}[test]" && pytest {target}')
     return 0

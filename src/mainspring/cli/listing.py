@@ -12,15 +12,19 @@ installed one, the capabilities its distribution declares (read without importin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import PluginLoadError
 from ..kernel.agent import Agent
+from ..kernel.plugin_controls import OPTION_DISABLE
 from ..kernel.plugins import installed_manifest, plugin_name
+from .errors import usage_error
 
 __all__ = ["build_for_listing", "list_plugins", "report_broken", "show_tool"]
 
@@ -35,7 +39,8 @@ def build_for_listing(
     broken: list[PluginLoadError] = []
     while True:
         try:
-            return build(args), broken
+            with _unreported(error.plugin for error in broken):
+                return build(args), broken
         except PluginLoadError as error:
             if error.plugin is None or len(broken) >= _MAX_BROKEN:
                 raise
@@ -47,6 +52,37 @@ def build_for_listing(
             else:
                 args.no_plugin = [*args.no_plugin, error.plugin]
             broken.append(error)
+
+
+class _SetAside(logging.Filter):
+    """Drops the ``plugin_disabled`` warning of plugins the listing turned off itself."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        super().__init__()
+        self.names = names
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            record.msg == "plugin_disabled"
+            and getattr(record, "reason", None) == OPTION_DISABLE
+            and getattr(record, "plugin", None) in self.names
+        )
+
+
+@contextlib.contextmanager
+def _unreported(names: Iterable[str | None]) -> Iterator[None]:
+    """While the agent is rebuilt without the broken plugins, the loader's warning that
+    they are turned off is not printed: the user did not ask for it, and ``broken:``
+    already says why each is left out."""
+    aside = _SetAside(frozenset(name for name in names if name))
+    handlers = list(logging.getLogger("mainspring").handlers)
+    for handler in handlers:
+        handler.addFilter(aside)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(aside)
 
 
 def _passed_as(modules: list[str], plugin: str) -> str | None:
@@ -149,8 +185,7 @@ def show_tool(agent: Agent, name: str, as_json: bool) -> int:
     tool = tools.get(name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
-        print(f"mainspring: no tool named {name!r}; tools: {known}", file=sys.stderr)
-        return 2
+        return usage_error(f"no tool named {name!r}; tools: {known}")
     spec = tool.spec
     if as_json:
         print(json.dumps(spec.model_dump(), indent=2))

@@ -9,6 +9,11 @@ elapsed). While a model loads (:meth:`TerminalRenderer.during`) or writes what i
 shown (thinking, a tool call's arguments), the spinner says so, with the tokens so far;
 after a reply that took :data:`SLOW_REPLY_S` or longer, a line gives its tokens, seconds
 and rate.
+In ``chat``, what is typed while a reply streams (:meth:`TerminalRenderer.show_typed`) is
+shown on the line under the reply (beside the spinner while there is one), and a steering
+note (:meth:`TerminalRenderer.queue_note`) waits there until the turn ends, then is
+printed between the turns. :func:`cut_notice` is the line ``run`` and ``chat`` print after
+a reply that was cut off.
 The spinner and colours appear only when stderr is a terminal; ``NO_COLOR`` (set and not
 empty, see no-color.org) turns colours off, and ``TERM=dumb`` turns off colours and the
 spinner.
@@ -29,7 +34,7 @@ from typing import Any, TextIO, TypeVar
 from ..kernel.events import event_to_json
 from ..signal import AbortSignal
 
-__all__ = ["JsonRenderer", "TerminalRenderer"]
+__all__ = ["JsonRenderer", "TerminalRenderer", "cut_notice"]
 
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -40,6 +45,19 @@ _T = TypeVar("_T")
 
 
 _ARGUMENTS_SHOWN = 60
+
+_CUT = {
+    "length": "at the model's output-token limit",
+    "repetition": "because it had started to repeat itself",
+}
+
+
+def cut_notice(message: Any) -> str | None:
+    """The line printed after a reply that was cut off (its ``stop_reason`` is ``length``
+    or ``repetition``), else ``None``."""
+    reason = getattr(message, "stop_reason", None)
+    why = _CUT.get(reason) if isinstance(reason, str) else None
+    return f"mainspring: the reply was cut off {why} (stop_reason={reason})" if why else None
 
 
 def _shortened(args: Any) -> str:
@@ -153,7 +171,10 @@ class TerminalRenderer:
         self._waiting_since = time.perf_counter()
         self._shown = 0  # characters the spinner's line holds
         self.typed = ""
-        """Text to show after the spinner (``chat``: what is being typed to steer)."""
+        """What is being typed to steer (``chat``): after the spinner, else under the reply;
+        set it with :meth:`show_typed`."""
+        self._queued: list[str] = []  # steering notes to print when the turn ends
+        self._footer_shown = False
         self._spinner: asyncio.Task[None] | None = None
         self._line_open = False
         self.model = ""
@@ -170,10 +191,10 @@ class TerminalRenderer:
 
     def _status(self) -> str:
         """The spinner's text: the running tools and the seconds since the oldest started,
-        or the seconds spent waiting on the model (after the first one); then
-        :attr:`typed`."""
-        typed = f"  » {self.typed}" if self.typed else ""
-        return self._activity() + typed
+        or the seconds spent waiting on the model (after the first one); then what is typed
+        or the steering note waiting for the turn to end."""
+        footer = self._footer()
+        return self._activity() + (f"  {footer}" if footer else "")
 
     def _activity(self) -> str:
         now = time.perf_counter()
@@ -221,9 +242,11 @@ class TerminalRenderer:
         if delta.type == "text_delta":
             self._stop_spinner()
             self._doing = ""
+            self._erase_footer()
             self.out.write(delta.text)
             self.out.flush()
             self._line_open = True
+            self._draw_footer()
             return
         if delta.type == "thinking_delta":
             self._doing = "thinking"
@@ -270,7 +293,56 @@ class TerminalRenderer:
             self._shown = 0
             self.err.flush()
 
+    def _footer(self) -> str:
+        """The line under the streaming reply: what is typed, else the last queued note."""
+        if self.typed:
+            return f"» {self.typed}"
+        return self._queued[-1] if self._queued else ""
+
+    def _draw_footer(self) -> None:
+        """Show :meth:`_footer` on the line under the cursor, the cursor left where it is
+        (IND and RI first make room for that line, scrolling if the cursor is on the
+        last one). Only on a terminal, and only while no spinner shows it instead."""
+        text = self._footer()
+        if not self.interactive or self._spinner is not None or not text:
+            self._erase_footer()
+            return
+        text = text[: max(2, shutil.get_terminal_size().columns - 1)]
+        self.out.flush()
+        self.err.write(f"\x1bD\x1bM\x1b7\x1bD\r\x1b[2K{self._dim(text)}\x1b8")
+        self.err.flush()
+        self._footer_shown = True
+
+    def _erase_footer(self) -> None:
+        if self._footer_shown:
+            self._footer_shown = False
+            self.out.flush()
+            self.err.write("\x1b7\x1bD\r\x1b[2K\x1b8")
+            self.err.flush()
+
+    def show_typed(self, text: str) -> None:
+        """Show ``text`` as what is being typed (see the module docstring)."""
+        self.typed = text
+        if self._spinner is None and self._line_open:
+            self._draw_footer()
+
+    def queue_note(self, text: str) -> None:
+        """Print ``text`` (a steering note) when the current turn ends; until then it is
+        shown under the reply. With no run streaming, it is printed at once."""
+        self._queued.append(text)
+        if self._line_open or self._spinner is not None:
+            if self._spinner is None:
+                self._draw_footer()
+            return
+        self._print_queued()
+
+    def _print_queued(self) -> None:
+        queued, self._queued = self._queued, []
+        for text in queued:
+            self.note(text)
+
     def _start_spinner(self) -> None:
+        self._erase_footer()
         if self.interactive and self._spinner is None:
             self._waiting_since = time.perf_counter()
             with contextlib.suppress(RuntimeError):
@@ -281,6 +353,7 @@ class TerminalRenderer:
         reply in mid-line goes on on the next line)."""
         spinning = self._spinner is not None
         self._stop_spinner()
+        self._erase_footer()
         self._end_line()
         self.err.write(self._dim(text) + "\n")
         self.err.flush()
@@ -288,6 +361,7 @@ class TerminalRenderer:
             self._start_spinner()
 
     def _end_line(self) -> None:
+        self._erase_footer()
         if self._line_open:
             self.out.write("\n")
             self.out.flush()
@@ -349,9 +423,12 @@ class TerminalRenderer:
                 else f"{event.tokens_before} → {event.tokens_after} tokens"
             )
             self.err.write(self._dim(f"compacted ({event.reason}): {note}") + "\n")
+        elif kind == "turn_end":
+            self._print_queued()
         elif kind == "agent_end":
             self._stop_spinner()
             self._end_line()
+            self._print_queued()
             self.reason = event.reason
             if event.reason == "stopped_by_hook":
                 self.err.write(self._dim(f"stopped: {event.detail}") + "\n")

@@ -3,10 +3,12 @@
 
 By default every ``run`` and ``chat`` records its conversation to a new session file in
 ``DATA/sessions/`` (:func:`sessions_dir`), named ``YYYYmmdd-HHMMSS-XXXXXX.jsonl``; its name
-without ``.jsonl`` is the conversation's id. ``--session FILE`` records to FILE instead,
-``--no-session`` records nothing, and ``-c/--continue`` resumes the most recently written
-conversation of that directory. When the directory cannot be written, the run goes on
-without recording and says so once.
+without ``.jsonl`` is the conversation's id. ``--session`` and ``sessions show`` name a
+conversation the same way (:func:`find_session`): an id, the unique start of one,
+``latest``, or a file (a path: it contains ``/`` or ends in ``.jsonl``); ``--session``
+resumes it and records to it. ``--no-session`` records nothing, and ``-c/--continue``
+resumes the most recently written conversation of that directory. When the directory
+cannot be written, the run goes on without recording and says so once.
 """
 
 from __future__ import annotations
@@ -16,16 +18,17 @@ import datetime
 import json
 import os
 import secrets
-import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..sessions import SessionAccessError, SessionFormatError, read_session
+from .errors import usage_error
 
 __all__ = [
     "add_session_options",
     "add_sessions_command",
     "data_dir",
+    "find_session",
     "session_for",
     "sessions_command",
     "sessions_dir",
@@ -57,8 +60,10 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--session",
         default=None,
-        metavar="FILE",
-        help="resume the session FILE if it exists, and record the run to it",
+        metavar="ID|latest|FILE",
+        help="resume a kept conversation (its id, the unique start of one, or latest) or "
+        "the session FILE (a path with / or ending in .jsonl; made if absent), and record "
+        "the run to it",
     )
     where.add_argument(
         "-c",
@@ -80,7 +85,12 @@ def add_sessions_command(commands: Any) -> None:
         "sessions", help="list the kept conversations, or show one (sessions show ID)"
     )
     sessions.add_argument("action", nargs="?", default="list", choices=("list", "show"))
-    sessions.add_argument("id", nargs="?", default=None, help="with show: an id, or a file")
+    sessions.add_argument(
+        "id",
+        nargs="?",
+        default=None,
+        help="with show: an id, the unique start of one, latest, or a file",
+    )
     sessions.add_argument("--json", action="store_true", help="print JSON")
     sessions.add_argument("--limit", type=int, default=20, help="list at most N (newest first)")
 
@@ -113,20 +123,18 @@ def _writable(directory: Path) -> bool:
 def session_for(args: argparse.Namespace, warn: TextIO) -> str | None:
     """The session file a ``run`` or ``chat`` records to (``None``: none).
 
-    ``--session FILE``: FILE. ``-c``: the newest file of :func:`sessions_dir`, a
-    ``ValueError`` when there is none. ``--no-session``: ``None``. Otherwise a new file in
-    :func:`sessions_dir`, or ``None`` with a warning on ``warn`` when it is not writable.
+    ``--session KEY``: the conversation :func:`find_session` finds (a ``ValueError`` for
+    an id that names none). ``-c``: the same as ``--session latest``. ``--no-session``:
+    ``None``. Otherwise a new file in :func:`sessions_dir`, or ``None`` with a warning on
+    ``warn`` when it is not writable.
     """
     if getattr(args, "session", None):
-        return str(args.session)
+        return str(find_session(args.session))
     if getattr(args, "no_session", False):
         return None
     directory = sessions_dir()
     if getattr(args, "continue_session", False):
-        newest = _files(directory)
-        if not newest:
-            raise ValueError(f"no conversation to continue in {directory}")
-        return str(newest[0])
+        return str(find_session(LATEST))
     if not _writable(directory):
         print(
             f"mainspring: warning: {directory} is not writable; this conversation is not "
@@ -161,17 +169,32 @@ def _summary(path: Path) -> dict[str, Any]:
     }
 
 
-def _find(key: str) -> Path:
-    """The session file ``key`` names: a path, an id, or the unique start of an id."""
-    if os.sep in key or key.endswith(".jsonl"):
+LATEST = "latest"
+"""The key that names the most recently written conversation."""
+
+
+def find_session(key: str) -> Path:
+    """The session file ``key`` names: a path (it contains ``/`` or ends in ``.jsonl``;
+    it need not exist), ``latest`` (the most recently written conversation), an id, or the
+    unique start of an id in :func:`sessions_dir`. Raises ``ValueError`` saying why
+    ``key`` names no conversation, or more than one."""
+    if "/" in key or os.sep in key or key.endswith(".jsonl"):
         return Path(key)
-    files = _files(sessions_dir())
+    directory = sessions_dir()
+    files = _files(directory)
+    if key == LATEST:
+        if not files:
+            raise ValueError(f"no conversation yet in {directory}")
+        return files[0]
     exact = [path for path in files if path.stem == key]
-    matches = exact or [path for path in files if path.stem.startswith(key)]
+    matches = exact or [path for path in files if key and path.stem.startswith(key)]
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise ValueError(f"no conversation {key!r} in {sessions_dir()} (see: mainspring sessions)")
+        raise ValueError(
+            f"no conversation {key!r} in {directory} (mainspring sessions lists them; a "
+            "file is named by a path: ./NAME.jsonl)"
+        )
     raise ValueError(f"{key!r} names {len(matches)} conversations; give more of the id")
 
 
@@ -213,11 +236,10 @@ def sessions_command(args: argparse.Namespace) -> int:
         if args.action == "show":
             if not args.id:
                 raise ValueError("use: mainspring sessions show ID")
-            _show(_find(args.id), args.json)
+            _show(find_session(args.id), args.json)
             return 0
     except (ValueError, OSError) as error:
-        print(f"mainspring: {error}", file=sys.stderr)
-        return 2
+        return usage_error(error)
     rows = [_summary(path) for path in _files(sessions_dir())[: max(0, args.limit)]]
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))

@@ -43,6 +43,7 @@ from .plugin_controls import (
     plugin_controls,
     required_problems,
 )
+from .plugin_installs import with_install_diagnosis
 from .plugin_scan import (
     ENTRY_POINT_GROUP,
     Installed,
@@ -275,8 +276,38 @@ def load_plugins(
     :mod:`~mainspring.kernel.capabilities`). Every check that needs no plugin import
     (controls, duplicates, required plugins, the grants and the installed plugins'
     metadata manifests) is made before any installed plugin is imported. Raises
-    :class:`~mainspring.PluginLoadError` on any failure.
+    :class:`~mainspring.PluginLoadError` on any failure; the error of a plugin from a
+    stale editable install says to reinstall it (see
+    :mod:`~mainspring.kernel.plugin_installs`).
     """
+    try:
+        return _load_plugins(
+            plugins=plugins,
+            autoload=autoload,
+            disable_plugins=disable_plugins,
+            environ=environ,
+            required=required,
+            grants=grants,
+            require_manifest=require_manifest,
+        )
+    except PluginLoadError as error:
+        # an editable install whose pyproject.toml was edited but never reinstalled
+        diagnosed = with_install_diagnosis(error)
+        if diagnosed is error:
+            raise
+        raise diagnosed from error.__cause__
+
+
+def _load_plugins(
+    *,
+    plugins: Sequence[Any] = (),
+    autoload: bool = True,
+    disable_plugins: Iterable[str] = (),
+    environ: Mapping[str, str] | None = None,
+    required: Sequence[str] = (),
+    grants: Mapping[str, Sequence[str]] | None = None,
+    require_manifest: bool = False,
+) -> PluginSet:
     controls = plugin_controls(autoload, disable_plugins, environ)
     off: list[DisabledPlugin] = []
     builtins: list[tuple[str, str, bool]] = []

@@ -133,6 +133,9 @@ class FauxProvider:
                 "FauxProvider(steps) takes a sequence of steps; wrap a single step in a list"
             )
         self.name = name
+        self.test_only = name == "faux"
+        """The built-in ``faux`` provider is for tests: ``mainspring models`` does not list
+        it (a scripted provider a plugin registers under its own name is listed)."""
         self.chunk_size = chunk_size
         self.delay_s = delay_s
         self.models: dict[str, Model] = dict(models) if models else {}

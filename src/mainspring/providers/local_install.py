@@ -131,7 +131,9 @@ Runner: TypeAlias = Callable[[list[str]], int]
 
 
 def _run_pip(command: list[str]) -> int:
-    return subprocess.run(command, check=False).returncode
+    """Run ``command``; its output is progress, so it goes to standard error (standard
+    output stays the caller's: ``./dev run "..." > answer.txt`` holds the answer only)."""
+    return subprocess.run(command, stdout=sys.stderr.fileno(), check=False).returncode
 
 
 def install_model(echo: Callable[[str], None], *, run: Runner | None = None) -> int:

@@ -26,6 +26,7 @@ OpenRouter, LM Studio, ...). Decisions where servers differ:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import uuid
@@ -71,6 +72,10 @@ from .sse import SSEEvent
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIProvider", "to_openai_messages"]
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+LIST_MODELS_TIMEOUT_S = 5.0
+"""How long :meth:`OpenAIProvider.list_models` waits for the server's list, in all."""
+LIST_MODELS_LIMIT = 4_000_000
+"""The longest model list read, in bytes."""
 MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
 _FINISH: dict[str, StopReason] = {
     "stop": "stop",
@@ -132,6 +137,33 @@ class OpenAIProvider(HTTPProvider):
     def credentials_problem(self) -> str | None:
         """``OPENAI_API_KEY`` missing for a server that is not local (see :mod:`.keys`)."""
         return missing_key(self.name, self._api_key, self.base_url, "OPENAI_API_KEY")
+
+    async def list_models(self, timeout_s: float = LIST_MODELS_TIMEOUT_S) -> list[str]:
+        """The model ids the server lists (``GET {base_url}/models``), in its order.
+
+        The whole exchange has ``timeout_s`` seconds (``TimeoutError`` after that); a reply
+        over :data:`LIST_MODELS_LIMIT` bytes, or one that is not an OpenAI model list, is a
+        ``ValueError``; an HTTP error status an ``httpx.HTTPStatusError``.
+        """
+        headers = {**self._extra_headers, **self._auth_headers()}
+        url = f"{self.base_url}/models"
+        body = bytearray()
+        async with (
+            asyncio.timeout(timeout_s),
+            httpx.AsyncClient(timeout=timeout_s) as client,
+            client.stream("GET", url, headers=headers) as reply,
+        ):
+            reply.raise_for_status()
+            async for chunk in reply.aiter_bytes():
+                body += chunk
+                if len(body) > LIST_MODELS_LIMIT:
+                    raise ValueError(f"the model list is over {LIST_MODELS_LIMIT} bytes")
+        try:
+            listed = json.loads(bytes(body))["data"]
+            ids = [item["id"] for item in listed]
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"not an OpenAI model list ({type(error).__name__})") from None
+        return [name for name in ids if isinstance(name, str) and 0 < len(name) <= 200]
 
     def _auth_headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}

@@ -8,6 +8,8 @@
   rule of :data:`RULES` (the ordering guarantees of the event stream).
 - :func:`scripted_run` prompts a fresh agent on a scripted model in one call.
 - :func:`check_entry_point` is the smoke test of an installed plugin distribution.
+- :func:`approve_all`, :func:`deny_all` and :func:`scripted_approver` answer the calls a
+  gate asks about; :func:`what_the_model_saw` reads ``provider.requests`` as text.
 - The pytest plugin (:mod:`mainspring.testing.pytest_plugin`, registered automatically)
   provides the ``agent``, ``faux_provider`` and ``recorder`` fixtures.
 
@@ -16,22 +18,31 @@ private.
 """
 
 from . import faux
+from .approvers import EXHAUSTED, ScriptedApprover, approve_all, deny_all, scripted_approver
 from .entry_points import check_entry_point
 from .faux import FauxProvider
 from .grammar import RULES, EventGrammarError, check_event_grammar
+from .model_view import ModelView, what_the_model_saw
 from .recorder import EventRecorder
 from .replay import ReplayProvider
 from .scripted import ScriptedRun, scripted_run
 
 __all__ = [
+    "EXHAUSTED",
     "RULES",
     "EventGrammarError",
     "EventRecorder",
     "FauxProvider",
+    "ModelView",
     "ReplayProvider",
+    "ScriptedApprover",
     "ScriptedRun",
+    "approve_all",
     "check_entry_point",
     "check_event_grammar",
+    "deny_all",
     "faux",
+    "scripted_approver",
     "scripted_run",
+    "what_the_model_saw",
 ]

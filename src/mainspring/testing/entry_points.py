@@ -8,14 +8,19 @@ __all__ = ["check_entry_point"]
 
 
 def check_entry_point(distribution: str, *, group: str = "mainspring") -> dict[str, Any]:
-    """Load the installed ``distribution``'s entry points in ``group`` and start an agent.
+    """Autoload the installed ``distribution``'s plugins the way an agent does for a user.
 
-    What autoloading does for a user, checked in a test: the distribution is installed,
-    it declares at least one entry point in the ``mainspring`` group, each one imports and
-    implements at least one hook, and an agent starts with them (hook signatures valid,
-    tools built without collisions). Returns the loaded plugin objects by entry-point name.
+    An agent is built with installed plugins autoloaded and every installed plugin of
+    another distribution turned off, so its plugins pass through the very checks autoload
+    makes (the capability manifest in the distribution's metadata, hook signatures, tools
+    built without collisions), and nothing else. Before that, the distribution must be
+    installed and declare at least one entry point in the ``mainspring`` group; after
+    it, each plugin must implement at least one hook. Returns the loaded plugin objects by
+    entry-point name.
 
-    Raises ``AssertionError`` saying what is wrong. Typical use, in the plugin's tests::
+    Raises ``AssertionError`` saying what is wrong; when the distribution is an editable
+    install whose ``pyproject.toml`` was edited since, it says to reinstall it. Typical
+    use, in the plugin's tests::
 
         def test_the_entry_point_loads() -> None:
             check_entry_point("my-plugin")
@@ -23,7 +28,11 @@ def check_entry_point(distribution: str, *, group: str = "mainspring") -> dict[s
     from importlib_metadata import PackageNotFoundError
     from importlib_metadata import distribution as find
 
+    from ..errors import PluginLoadError
     from ..kernel.agent import Agent
+    from ..kernel.plugin_controls import normalise
+    from ..kernel.plugin_installs import stale_install
+    from ..kernel.plugin_scan import installed
     from ..plugin_hooks import implemented_hooks
     from .faux import FauxProvider
 
@@ -33,36 +42,40 @@ def check_entry_point(distribution: str, *, group: str = "mainspring") -> dict[s
         raise AssertionError(
             f"{distribution} is not installed (pip install -e . in its directory)"
         ) from None
+    stale = stale_install(found)
     points = [ep for ep in found.entry_points if ep.group == group]
     if not points:
         raise AssertionError(
-            f"{distribution} declares no entry point in the {group!r} group: add "
+            stale
+            or f"{distribution} declares no entry point in the {group!r} group: add "
             f'[project.entry-points.{group}] {distribution} = "<module>" to its pyproject.toml'
         )
-    loaded: dict[str, Any] = {}
+    own = {normalise(ep.name) for ep in points}
+    others = sorted({name for name in installed() if name not in own})
+    try:
+        agent = Agent(
+            model="faux:test", provider=FauxProvider(), autoload=True, disable_plugins=others
+        )
+    except PluginLoadError as error:  # already says when the install is stale
+        raise AssertionError(f"autoload refuses {distribution}: {error}") from error
+    except Exception as error:
+        text = f"an agent does not start with {distribution}: {type(error).__name__}: {error}"
+        raise AssertionError(f"{text}. {stale}" if stale else text) from error
+    loaded = {
+        info.name: info.plugin
+        for info in agent.plugins.infos
+        if info.source == "entrypoint" and normalise(info.name) in own
+    }
     for point in points:
-        try:
-            plugin = point.load()
-        except Exception as error:
+        if point.name not in loaded:
+            why = [item.reason for item in agent.plugins.disabled if item.name == point.name]
             raise AssertionError(
-                f"entry point {point.name} = {point.value!r} of {distribution} does not "
-                f"load: {type(error).__name__}: {error}"
-            ) from error
-        if not implemented_hooks(plugin):
+                f"entry point {point.name} = {point.value!r} of {distribution} was not "
+                f"loaded: turned off by {why[0] if why else 'another distribution of that name'}"
+            )
+        if not implemented_hooks(loaded[point.name]):
             raise AssertionError(
                 f"entry point {point.name} = {point.value!r} of {distribution} implements "
                 "no hook (is every hook function decorated with @mainspring.hookimpl?)"
             )
-        loaded[point.name] = plugin
-    try:
-        Agent(
-            model="faux:test",
-            provider=FauxProvider(),
-            plugins=list(loaded.values()),
-            autoload=False,
-        )
-    except Exception as error:
-        raise AssertionError(
-            f"an agent does not start with {distribution}: {type(error).__name__}: {error}"
-        ) from error
     return loaded

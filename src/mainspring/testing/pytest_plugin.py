@@ -27,6 +27,12 @@ Fixtures:
   agent_model    ``mainspring_model("faux:id")``       ``faux:test``  ``model=``
   ============== ===================================== ============== ===============
 
+  A marker that a fixture of the same name overrides (a module's ``agent_settings``
+  fixture, say, which does not read the marker) would be ignored silently: the ``agent``
+  fixture warns with :class:`MarkerOverriddenWarning` instead. Unless its settings set
+  ``approvals.timeout_s``, the ``agent`` fixture's calls waiting for approval are blocked
+  after :data:`TEST_APPROVAL_TIMEOUT_S` seconds, not the production 300.
+
 - ``faux``: the former name of ``faux_provider``, kept working; it warns with a
   ``DeprecationWarning`` because it hides the ``faux`` reply builders in a test.
 """
@@ -46,6 +52,8 @@ if TYPE_CHECKING:
     from .recorder import EventRecorder
 
 __all__ = [
+    "TEST_APPROVAL_TIMEOUT_S",
+    "MarkerOverriddenWarning",
     "agent",
     "agent_model",
     "agent_plugins",
@@ -62,6 +70,14 @@ _MARKERS = (
     "mainspring_settings(settings): the Settings of the `agent` fixture",
     "mainspring_model(model): the model of the `agent` fixture (default faux:test)",
 )
+
+
+TEST_APPROVAL_TIMEOUT_S = 5.0
+"""How long the ``agent`` fixture's calls wait for an approval (unless its settings say)."""
+
+
+class MarkerOverriddenWarning(UserWarning):
+    """A ``mainspring_*`` marker was ignored: a fixture of the same name overrides it."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -135,8 +151,35 @@ def agent_model(request: pytest.FixtureRequest) -> Any:
     return mark.args[0] if mark else "faux:test"
 
 
+def _first(args: tuple[Any, ...]) -> Any:
+    return args[0] if args else None
+
+
+def _same(value: Any, wanted: Any) -> bool:
+    if isinstance(value, list) and isinstance(wanted, list):
+        return len(value) == len(wanted) and all(a is b for a, b in zip(value, wanted, strict=True))
+    return value is wanted or bool(value == wanted)
+
+
+def _warn_overridden(request: pytest.FixtureRequest, given: dict[str, tuple[Any, Any]]) -> None:
+    """Warn for each marker whose value the fixture of the same name did not use."""
+    for marker, (value, expected) in given.items():
+        mark = _marker(request, marker)
+        if mark is None or _same(value, expected(mark.args)):
+            continue
+        fixture = "agent_" + marker.removeprefix("mainspring_")
+        warnings.warn(
+            f"@pytest.mark.{marker} is ignored: a fixture named {fixture!r} (in the test "
+            "module or a conftest.py) overrides the one that reads the marker; remove one "
+            "of the two, or read the marker in that fixture",
+            MarkerOverriddenWarning,
+            stacklevel=2,
+        )
+
+
 @pytest.fixture
 def agent(
+    request: pytest.FixtureRequest,
     faux_provider: FauxProvider,
     recorder: EventRecorder,
     agent_plugins: list[Any],
@@ -146,14 +189,28 @@ def agent(
 ) -> Iterator[Agent]:
     """An agent on ``faux_provider`` with ``recorder`` subscribed; grammar-checked after."""
     from ..kernel.agent import Agent
+    from ..settings import Settings
     from .grammar import check_event_grammar
 
+    _warn_overridden(
+        request,
+        {
+            "mainspring_plugins": (agent_plugins, list),
+            "mainspring_tools": (agent_tools, list),
+            "mainspring_settings": (agent_settings, _first),
+            "mainspring_model": (agent_model, _first),
+        },
+    )
+    settings = agent_settings or Settings()
+    if "timeout_s" not in settings.approvals.model_fields_set:
+        approvals = settings.approvals.model_copy(update={"timeout_s": TEST_APPROVAL_TIMEOUT_S})
+        settings = settings.model_copy(update={"approvals": approvals})
     built = Agent(
         model=agent_model,
         provider=faux_provider,
         plugins=agent_plugins,
         tools=agent_tools,
-        settings=agent_settings,
+        settings=settings,
         autoload=False,
     )
     built.subscribe(recorder)
