@@ -26,19 +26,19 @@ def ping() -> str:
     return "pong"
 
 
-class Redactor:
-    PLUGIN_NAME = "flaky-redactor"
+class Gate:
+    PLUGIN_NAME = "flaky-gate"
 
     @hookimpl
-    def after_tool_result(self, result):
-        raise RuntimeError("the redaction service is down")
+    def before_tool_call(self, call):
+        raise RuntimeError("the policy service is down")
 
 
 async def main():
     agent = Agent(
         model="faux:x",
         provider=FauxProvider([faux.tool_call("ping", {}), faux.text("done")]),
-        plugins=[Redactor()],
+        plugins=[Gate()],
         tools=[ping],
         autoload=False,
     )
@@ -65,8 +65,8 @@ def test_a_contained_hook_error_is_printed_with_its_detail() -> None:
 
     assert done.returncode == 0, done.stderr
     [line] = [line for line in done.stderr.splitlines() if "hook error" in line]
-    assert line.startswith("mainspring: warning: hook error (hook=after_tool_result")
-    assert "plugin=flaky-redactor" in line and "the redaction service is down" in line
+    assert line.startswith("mainspring: warning: hook error (hook=before_tool_call")
+    assert "plugin=flaky-gate" in line and "the policy service is down" in line
 
 
 def test_an_application_that_configured_logging_decides_alone() -> None:

@@ -48,7 +48,7 @@ class AskBeforeChanging:
             return True
         return any(
             "request_approval" in info.hooks and info.plugin is not self.terminal
-            for info in agent.plugins.infos
+            for info in agent.plugins
         )
 
     @hookimpl

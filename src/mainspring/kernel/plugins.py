@@ -289,6 +289,7 @@ def load_plugins(
             required=required,
             grants=grants,
             require_manifest=require_manifest,
+            allow_unregister=allow_unregister,
         )
     except PluginLoadError as error:
         # an editable install whose pyproject.toml was edited but never reinstalled
@@ -307,6 +308,7 @@ def _load_plugins(
     required: Sequence[str] = (),
     grants: Mapping[str, Sequence[str]] | None = None,
     require_manifest: bool = False,
+    allow_unregister: Sequence[str] = (),
 ) -> PluginSet:
     controls = plugin_controls(autoload, disable_plugins, environ)
     off: list[DisabledPlugin] = []
