@@ -82,7 +82,9 @@ class Run:
         return self
 
     def message(self, message: Any, updates: int = 0) -> Run:
-        self.add(MessageStart, message=message)
+        # a streamed message starts empty
+        start = message.model_copy(update={"content": ()}) if updates else message
+        self.add(MessageStart, message=start)
         for _ in range(updates):
             self.add(MessageUpdate, message=message, delta=TextDelta("x"))
         return self.add(MessageEnd, message=message)
@@ -405,6 +407,22 @@ def test_update_for_a_user_message_and_bad_phase_move() -> None:
     with pytest.raises(EventGrammarError, match="not allowed") as caught:
         check_event_grammar(events)
     assert caught.value.rule == "phase"
+
+
+def test_a_streamed_message_starts_empty() -> None:
+    """The first delta comes in the first update, never in message_start as well."""
+    run = Run().start().turn_start(0).add(MessageStart, message=FINAL)
+    run.add(MessageUpdate, message=FINAL, delta=TextDelta("done"))
+    with pytest.raises(EventGrammarError, match="starts empty") as caught:
+        check_event_grammar(numbered(run.events))
+    assert caught.value.rule == "message-nesting"
+
+    # a message without updates (added whole) starts with its content
+    whole = Run().start().turn_start(0).message(FINAL).turn_end(FINAL).end()
+    check_event_grammar(numbered(whole.events))
+    # and the JSON form of a streamed run passes too
+    streamed = Run().start().turn_start(0).message(FINAL, updates=1).turn_end(FINAL).end()
+    check_event_grammar([json.loads(event_to_json(e)) for e in numbered(streamed.events)])
 
 
 def test_retry_outside_the_retry_phase() -> None:

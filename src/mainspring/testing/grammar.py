@@ -63,6 +63,8 @@ RULES: dict[str, str] = {
     "message-nesting": (
         "each message is message_start, message_update*, message_end with one role; "
         "messages do not interleave; message_update only for assistant messages; "
+        "a message that gets updates starts empty (its message_start has no content: "
+        "the first delta arrives in the first message_update); "
         "no message is open at turn_end"
     ),
     "tool-execution": (
@@ -344,6 +346,7 @@ class _Checker(ToolAndPhaseRules):
             )
         turn.open_role = role
         turn.open_at = self.index
+        turn.open_empty = not _get(_get(event, "message"), "content")
 
     def _message_update(self, event: Any, run: _Run, turn: _Turn | None) -> None:
         assert turn is not None
@@ -355,6 +358,12 @@ class _Checker(ToolAndPhaseRules):
                 "message-nesting",
                 f"message_update for a {role} message (open: {turn.open_role}); "
                 "updates are for assistant messages only",
+            )
+        if not turn.open_empty:
+            raise self.fail(
+                "message-nesting",
+                f"message_update for the assistant message started at #{turn.open_at} with "
+                "content: a streamed message starts empty, its first delta comes in an update",
             )
 
     def _message_end(self, event: Any, run: _Run, turn: _Turn | None) -> None:

@@ -73,6 +73,7 @@ class _Turn:
         "last_assistant",
         "next_result",
         "open_at",
+        "open_empty",
         "open_role",
         "results",
     )
@@ -81,6 +82,7 @@ class _Turn:
         self.index = index
         self.open_role: Any = None
         self.open_at = -1
+        self.open_empty = False
         self.has_assistant = False
         self.last_assistant: Any = None
         self.call_ids: list[Any] = []
