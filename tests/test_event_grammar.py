@@ -306,6 +306,25 @@ def broken_user_in_turn() -> tuple[Events, int]:
     return numbered(run.events), 2
 
 
+def broken_end_reason() -> tuple[Events, int]:
+    run = Run().start().phase("idle", "turn").turn_start(0)
+    run.message(USER).message(FINAL, updates=1).turn_end(FINAL).phase("turn", "idle")
+    events = numbered(run.end(reason="terminated").events)  # no tool result asked for it
+    return events, len(events) - 1
+
+
+def test_terminated_after_a_batch_whose_every_result_terminates_passes() -> None:
+    done = ToolResult("ok", terminate=True)
+    calling = AssistantMessage(content=(CALLS[0],), stop_reason="tool_use", timestamp=2.0)
+    run = Run().start().phase("idle", "turn").turn_start(0).message(USER)
+    run.message(calling).exec_start("c1", "read")
+    run.add(ToolExecutionEnd, tool_call_id="c1", tool_name="read", result=done, is_error=False)
+    run.message(R1).turn_end(calling, (R1,)).phase("turn", "idle").end(reason="terminated")
+    events = numbered(run.events)
+    check_event_grammar(events)
+    check_event_grammar([json.loads(event_to_json(e)) for e in events])
+
+
 def _role(event: Event) -> str | None:
     if event.type not in {"message_start", "message_end"}:
         return None
@@ -323,6 +342,7 @@ BROKEN: dict[str, Callable[[], tuple[Events, int]]] = {
     "phase": broken_phase,
     "compaction": broken_compaction,
     "user-in-turn": broken_user_in_turn,
+    "end-reason": broken_end_reason,
 }
 
 

@@ -33,7 +33,10 @@ class ToolResult(BaseModel):
     """What a tool returns: content for the model, ``details`` for programs.
 
     ``content`` may be given as a string; it is stored as a tuple of content blocks.
-    ``is_error`` tells the model the call failed.
+    ``is_error`` tells the model the call failed. ``terminate`` asks the run to end after
+    this batch: when every result of a tool batch sets it, the follow-up model request is
+    skipped and the run ends with ``agent_end`` reason ``terminated`` (a tool that hands
+    its result to the user, or a result filter that decides the work is done).
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
@@ -41,14 +44,16 @@ class ToolResult(BaseModel):
     content: tuple[TextContent | ImageContent, ...] = ()
     details: Any = None
     is_error: bool = False
+    terminate: bool = False
 
     def __init__(
         self,
         content: str | Sequence[TextContent | ImageContent] = (),
         details: Any = None,
         is_error: bool = False,
+        terminate: bool = False,
     ) -> None:
-        super().__init__(content=content, details=details, is_error=is_error)
+        super().__init__(content=content, details=details, is_error=is_error, terminate=terminate)
 
     @field_validator("content", mode="before")
     @classmethod

@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 Phase: TypeAlias = Literal["idle", "turn", "compaction", "retry"]
-AgentEndReason: TypeAlias = Literal["stop", "error", "aborted", "stopped_by_hook"]
+AgentEndReason: TypeAlias = Literal["stop", "error", "aborted", "stopped_by_hook", "terminated"]
 DecidedBy: TypeAlias = Literal["gate", "approver", "api", "remembered", "timeout", "no_approver"]
 
 

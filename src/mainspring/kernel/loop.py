@@ -122,6 +122,9 @@ async def _turns(
             return "aborted", "Run aborted"
         if await run.hooks.should_stop_after_turn(core.snapshot, run.agent, run.signal):
             return "stopped_by_hook", "should_stop_after_turn returned True"
+        if message.tool_calls and _all_terminate(run, message):
+            # a hard stop: queued messages stay queued for the next run
+            return "terminated", "every tool result of the batch asked to terminate"
         if core.steering:
             source = core.steering
         elif message.tool_calls:
@@ -130,6 +133,16 @@ async def _turns(
             source = core.follow_up
         else:
             return "stop", None
+
+
+def _all_terminate(run: Run, message: AssistantMessage) -> bool:
+    """Whether every call of ``message`` has a final result that sets ``terminate``."""
+    results = run.batch_results
+    for call in message.tool_calls:
+        result = results.get(call.id)
+        if result is None or not result.terminate:
+            return False
+    return True
 
 
 def _failure_outcome(message: AssistantMessage) -> tuple[AgentEndReason, str | None]:

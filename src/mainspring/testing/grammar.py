@@ -36,6 +36,7 @@ from .grammar_state import (
     _MESSAGE_EVENTS,
     _OUTSIDE_TURN,
     _UNSENT_STOP_REASONS,
+    END_REASONS,
     ToolAndPhaseRules,
     _get,
     _Handler,
@@ -95,6 +96,11 @@ RULES: dict[str, str] = {
         "retry events only in phase retry"
     ),
     "user-in-turn": "user messages' message_start/message_end occur inside a turn",
+    "end-reason": (
+        "agent_end.reason is one of " + ", ".join(END_REASONS) + "; terminated only "
+        "right after a turn whose tool calls all ended (tool_execution_end) with a result "
+        "that sets terminate"
+    ),
 }
 
 
@@ -263,6 +269,15 @@ class _Checker(ToolAndPhaseRules):
                 f"run ends in phase {run.phase!r}: expected phase_change(turn -> idle) "
                 "before agent_end",
             )
+        reason = _get(event, "reason")
+        if reason not in END_REASONS:
+            raise self.fail("end-reason", f"agent_end.reason {reason!r} is not a known reason")
+        if reason == "terminated" and not run.batch_terminated:
+            raise self.fail(
+                "end-reason",
+                "agent_end.reason 'terminated', but the last turn's tool results did not "
+                "all set terminate",
+            )
         self.run = None
 
     def _turn_start(self, event: Any, run: _Run, turn: _Turn | None) -> None:
@@ -277,6 +292,7 @@ class _Checker(ToolAndPhaseRules):
             raise self.fail("phase", f"turn_start in phase {run.phase!r} (expected 'turn')")
         run.turn = _Turn(run.next_turn)
         run.next_turn += 1
+        run.batch_terminated = False
 
     def _turn_end(self, event: Any, run: _Run, turn: _Turn | None) -> None:
         if turn is None:
@@ -331,6 +347,9 @@ class _Checker(ToolAndPhaseRules):
             raise self.fail(
                 "turn-end-message", "turn_end.message is set but the turn had no assistant message"
             )
+        run.batch_terminated = bool(turn.call_ids) and all(
+            turn.terminates.get(call_id, False) for call_id in turn.call_ids
+        )
         run.turn = None
 
     # ---- messages
