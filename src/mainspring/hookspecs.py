@@ -160,8 +160,11 @@ async def before_tool_call(
 
     **Parameters:**
     - ``call``: the :class:`~mainspring.ToolCall` as the model made it.
-    - ``args``: the validated arguments that will run (a pydantic model instance, or a
-      dict for a JSON-Schema tool). Do not mutate them.
+    - ``args``: the validated arguments that will run, as a :class:`~mainspring.ToolArgs`
+      for every tool: a read-only mapping of the argument names of the tool's schema to
+      their values, read as ``args["command"]``, ``args.get("command")`` or
+      ``args.command`` (nested objects alike). The tool itself still gets its own form
+      (an instance of its parameters model, or the dict of a JSON-Schema tool).
     - ``tool``: the :class:`~mainspring.Tool` that will run.
     - ``agent``, ``signal``: the plugin's :class:`~mainspring.AgentView` and the run's
       abort signal.
