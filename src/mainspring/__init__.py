@@ -15,6 +15,7 @@ from .errors import (
     Edit,
     HookError,
     HookTimeoutError,
+    NextTurn,
     PluginLoadError,
     StopRun,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "Message",
     "Model",
     "ModelRequest",
+    "NextTurn",
     "PluginLoadError",
     "Provider",
     "ProviderError",

@@ -20,6 +20,7 @@ from ..messages import AssistantMessage, ToolCall
 from ..signal import RunAborted
 from .delivery import ListenerError
 from .events import AgentEnd, AgentEndReason, AgentStart, MessageEnd
+from .next_turn import prepare_next_turn
 from .request import request_reply
 from .run import Run
 from .tools import execute_tool_calls, settle_tool_calls
@@ -127,12 +128,11 @@ async def _turns(
             return "terminated", "every tool result of the batch asked to terminate"
         if core.steering:
             source = core.steering
-        elif message.tool_calls:
-            continue
-        elif core.follow_up:
+        elif core.follow_up and not message.tool_calls:
             source = core.follow_up
-        else:
+        elif not message.tool_calls:
             return "stop", None
+        await prepare_next_turn(run)
 
 
 def _all_terminate(run: Run, message: AssistantMessage) -> bool:
