@@ -129,3 +129,14 @@ def test_a_shim_must_be_a_plain_function() -> None:
         Tool("t", "t", {"type": "object"}, lambda a, c: "x", prepare_arguments=_coroutine)
     with pytest.raises(TypeError, match="prepare_arguments must be a plain function"):
         Tool("t", "t", {"type": "object"}, lambda a, c: "x", prepare_arguments="no")  # type: ignore[arg-type]
+
+
+def test_a_durable_tool_keeps_its_shim() -> None:
+    pytest.importorskip("dbos")
+    from mainspring.durable.steps import durable_tool
+
+    received: list[Any] = []
+    original = read_tools(received, renamed)["model"]
+    durable = durable_tool(original)
+    assert durable.prepare_arguments is renamed
+    assert durable.validate({"file": "old.txt"}).path == "old.txt"
