@@ -80,7 +80,7 @@ async def before_tool_call(call: Any, args: Any, tool: Any) -> Block | Ask | Non
     """Refuse "rm -rf" in shell commands; ask a person before anything with "sudo"."""
     if call.name != "shell":
         return None
-    command = args.command if hasattr(args, "command") else args.get("command", "")
+    command = args.get("command", "")  # the same ToolArgs for every kind of tool
     if "rm -rf" in command:
         return Block("rm -rf is not allowed; delete specific files instead")
     if "sudo" in command:
