@@ -204,3 +204,29 @@ async def test_the_approvals_page_example_runs_as_written() -> None:
     assert asked[0].reason == "pushing publishes the branch"
     assert received == ["git status"]  # no approver: the push was blocked, the rest ran
     assert isinstance(Ask("x"), Ask)
+
+
+@pytest.mark.parametrize("kind", ["model", "schema"])
+async def test_a_gate_after_an_edit_sees_the_edited_arguments_in_the_same_shape(kind: str) -> None:
+    from mainspring import Edit
+
+    seen: list[Any] = []
+    received: list[Any] = []
+
+    class Editor:
+        @hookimpl(tryfirst=True)
+        def before_tool_call(self, args):
+            if args.command == "rm -rf build":
+                return Edit({"command": "rm -rf ./build"}, reason="stay in the workspace")
+            return None
+
+    class Reader:
+        @hookimpl(trylast=True)
+        def before_tool_call(self, args):
+            seen.append((type(args), args.command, args.get("command")))
+
+    steps = [faux.tool_call("bash", {"command": "rm -rf build"}), faux.text("done")]
+    tools = [bash_tools(received)[kind]]
+    await scripted_run(steps, plugins=[Editor(), Reader()], tools=tools)
+    assert seen == [(ToolArgs, "rm -rf ./build", "rm -rf ./build")]
+    assert received == (["rm -rf ./build"] if kind == "model" else [{"command": "rm -rf ./build"}])
