@@ -49,6 +49,7 @@ ORDER = (
     "after_tool_result",
     "filter_tool_update",
     "should_stop_after_turn",
+    "prepare_next_turn",
     "on_event",
     "register_tools",
     "register_providers",

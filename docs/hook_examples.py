@@ -16,6 +16,7 @@ from mainspring import (
     Ask,
     Block,
     CompactionResult,
+    NextTurn,
     TextContent,
     ToolResult,
     UserMessage,
@@ -79,7 +80,7 @@ async def before_tool_call(call: Any, args: Any, tool: Any) -> Block | Ask | Non
     """Refuse "rm -rf" in shell commands; ask a person before anything with "sudo"."""
     if call.name != "shell":
         return None
-    command = args.command if hasattr(args, "command") else args.get("command", "")
+    command = args.get("command", "")  # the same ToolArgs for every kind of tool
     if "rm -rf" in command:
         return Block("rm -rf is not allowed; delete specific files instead")
     if "sudo" in command:
@@ -122,6 +123,15 @@ async def should_stop_after_turn(state: Any) -> bool:
     """Stop a run after eight turns of tool calls, whatever the model wants."""
     turns = sum(1 for message in state.messages if message.role == "assistant")
     return turns >= 8
+
+
+@hookimpl
+async def prepare_next_turn(state: Any) -> NextTurn | None:
+    """Think harder for the rest of the run once a tool call failed."""
+    last = state.messages[-1]
+    if last.role == "tool_result" and last.is_error:
+        return NextTurn(thinking_level="high")
+    return None
 
 
 events_seen: list[str] = []

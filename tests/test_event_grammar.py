@@ -82,7 +82,9 @@ class Run:
         return self
 
     def message(self, message: Any, updates: int = 0) -> Run:
-        self.add(MessageStart, message=message)
+        # a streamed message starts empty
+        start = message.model_copy(update={"content": ()}) if updates else message
+        self.add(MessageStart, message=start)
         for _ in range(updates):
             self.add(MessageUpdate, message=message, delta=TextDelta("x"))
         return self.add(MessageEnd, message=message)
@@ -304,6 +306,25 @@ def broken_user_in_turn() -> tuple[Events, int]:
     return numbered(run.events), 2
 
 
+def broken_end_reason() -> tuple[Events, int]:
+    run = Run().start().phase("idle", "turn").turn_start(0)
+    run.message(USER).message(FINAL, updates=1).turn_end(FINAL).phase("turn", "idle")
+    events = numbered(run.end(reason="terminated").events)  # no tool result asked for it
+    return events, len(events) - 1
+
+
+def test_terminated_after_a_batch_whose_every_result_terminates_passes() -> None:
+    done = ToolResult("ok", terminate=True)
+    calling = AssistantMessage(content=(CALLS[0],), stop_reason="tool_use", timestamp=2.0)
+    run = Run().start().phase("idle", "turn").turn_start(0).message(USER)
+    run.message(calling).exec_start("c1", "read")
+    run.add(ToolExecutionEnd, tool_call_id="c1", tool_name="read", result=done, is_error=False)
+    run.message(R1).turn_end(calling, (R1,)).phase("turn", "idle").end(reason="terminated")
+    events = numbered(run.events)
+    check_event_grammar(events)
+    check_event_grammar([json.loads(event_to_json(e)) for e in events])
+
+
 def _role(event: Event) -> str | None:
     if event.type not in {"message_start", "message_end"}:
         return None
@@ -321,6 +342,7 @@ BROKEN: dict[str, Callable[[], tuple[Events, int]]] = {
     "phase": broken_phase,
     "compaction": broken_compaction,
     "user-in-turn": broken_user_in_turn,
+    "end-reason": broken_end_reason,
 }
 
 
@@ -405,6 +427,22 @@ def test_update_for_a_user_message_and_bad_phase_move() -> None:
     with pytest.raises(EventGrammarError, match="not allowed") as caught:
         check_event_grammar(events)
     assert caught.value.rule == "phase"
+
+
+def test_a_streamed_message_starts_empty() -> None:
+    """The first delta comes in the first update, never in message_start as well."""
+    run = Run().start().turn_start(0).add(MessageStart, message=FINAL)
+    run.add(MessageUpdate, message=FINAL, delta=TextDelta("done"))
+    with pytest.raises(EventGrammarError, match="starts empty") as caught:
+        check_event_grammar(numbered(run.events))
+    assert caught.value.rule == "message-nesting"
+
+    # a message without updates (added whole) starts with its content
+    whole = Run().start().turn_start(0).message(FINAL).turn_end(FINAL).end()
+    check_event_grammar(numbered(whole.events))
+    # and the JSON form of a streamed run passes too
+    streamed = Run().start().turn_start(0).message(FINAL, updates=1).turn_end(FINAL).end()
+    check_event_grammar([json.loads(event_to_json(e)) for e in numbered(streamed.events)])
 
 
 def test_retry_outside_the_retry_phase() -> None:

@@ -207,6 +207,18 @@ async def test_should_stop_after_turn_stops_after_eight_turns() -> None:
     assert len(run.recorder.of_type("turn_end")) == 8
 
 
+async def test_prepare_next_turn_thinks_harder_after_a_failed_call() -> None:
+    steps = [
+        faux.tool_call("shell", {"command": "ls"}),
+        faux.tool_call("missing", {}),
+        faux.text("done"),
+    ]
+    run = await scripted_run(steps, plugins=[plugin("prepare_next_turn")], tools=[shell])
+    levels = [request.thinking_level for request in run.provider.requests]
+    assert levels == ["off", "off", "high"]
+    assert run.agent.state.thinking_level == "off"  # the agent's own setting is unchanged
+
+
 async def test_on_event_logs_the_milestones() -> None:
     steps = [faux.tool_call("shell", {"command": "ls"}), faux.text("done")]
     await scripted_run(steps, plugins=[plugin("on_event")], tools=[shell])

@@ -41,6 +41,7 @@ def test_the_hookspecs_module_declares_the_hooks_of_the_design() -> None:
         "after_tool_result",
         "filter_tool_update",
         "should_stop_after_turn",
+        "prepare_next_turn",
         "compact",
         "count_tokens",
         "on_event",

@@ -144,3 +144,38 @@ async def test_the_final_message_holds_the_whole_text() -> None:
             [e for e in run.recorder.events if e.type == "message_update" and e.turn == 0]
         )[-1]
     )
+
+
+async def test_message_start_carries_the_message_before_its_first_delta() -> None:
+    """A UI that shows message_start's message and appends each delta shows the reply once.
+
+    The first delta arrives in the first ``message_update`` only (it used to be in
+    ``message_start`` as well: such a UI showed "TheThe").
+    """
+    shown_text: list[str] = []
+    at_start: list[Any] = []
+    ended: list[str] = []
+
+    def ui(event: Any, signal: Any) -> None:
+        if event.type == "message_start" and event.message.role == "assistant":
+            at_start.append((event.message.content, agent_state()))
+            shown_text.append(event.message.text)
+        elif event.type == "message_update" and isinstance(event.delta, TextDelta):
+            shown_text[-1] += event.delta.text
+        elif event.type == "message_end" and event.message.role == "assistant":
+            ended.append(event.message.text)
+
+    holder: list[Any] = []
+
+    def agent_state() -> Any:
+        return holder[0].state.streaming_message.content
+
+    def before(agent: Any) -> None:
+        holder.append(agent)
+        agent.subscribe(ui)
+
+    run = await scripted_run([faux.text("The answer is 42")], before=before)
+    assert shown_text == ended == ["The answer is 42"]
+    assert at_start == [((), ())]  # the event's message and the state's: both empty
+    updates = [e for e in run.recorder.events if e.type == "message_update"]
+    assert updates[0].message.text == updates[0].delta.text  # the first delta, once

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .providers.base import Model, ThinkingLevel
 
 __all__ = [
     "AgentBusyError",
@@ -15,6 +18,7 @@ __all__ = [
     "CompactionResult",
     "HookError",
     "HookTimeoutError",
+    "NextTurn",
     "PluginLoadError",
     "StopRun",
     "describe_error",
@@ -181,3 +185,25 @@ class CompactionResult:
     messages: Sequence[Any]
     summary: str | None = None
     details: Any = field(default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class NextTurn:
+    """Returned by ``prepare_next_turn``: what the rest of the run sends, from the next
+    model request on (``None`` leaves a field as it is).
+
+    - ``messages``: the context the next request sends in place of the transcript (for
+      example a compacted one); the messages of later turns are added after it. The
+      transcript itself (``agent.state.messages``, the session file) keeps every message.
+    - ``system_prompt``: the system prompt of the rest of the run.
+    - ``model``: a :class:`~mainspring.Model` or ``"provider:model-id"`` for the rest of
+      the run.
+    - ``thinking_level``: the thinking level of the rest of the run.
+
+    The agent's own configuration (``agent.configure``) is not changed.
+    """
+
+    messages: Sequence[Any] | None = None
+    system_prompt: str | None = None
+    model: Model | str | None = None
+    thinking_level: ThinkingLevel | None = None

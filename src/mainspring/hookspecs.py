@@ -26,7 +26,7 @@ import pluggy
 from .hooks.table import HOOKS
 
 if TYPE_CHECKING:
-    from .errors import Approval, ApprovalRequest, Ask, Block, CompactionResult, Edit
+    from .errors import Approval, ApprovalRequest, Ask, Block, CompactionResult, Edit, NextTurn
     from .kernel.agent_view import AgentView
     from .kernel.events import Event
     from .kernel.state import AgentState
@@ -160,8 +160,11 @@ async def before_tool_call(
 
     **Parameters:**
     - ``call``: the :class:`~mainspring.ToolCall` as the model made it.
-    - ``args``: the validated arguments that will run (a pydantic model instance, or a
-      dict for a JSON-Schema tool). Do not mutate them.
+    - ``args``: the validated arguments that will run, as a :class:`~mainspring.ToolArgs`
+      for every tool: a read-only mapping of the argument names of the tool's schema to
+      their values, read as ``args["command"]``, ``args.get("command")`` or
+      ``args.command`` (nested objects alike). The tool itself still gets its own form
+      (an instance of its parameters model, or the dict of a JSON-Schema tool).
     - ``tool``: the :class:`~mainspring.Tool` that will run.
     - ``agent``, ``signal``: the plugin's :class:`~mainspring.AgentView` and the run's
       abort signal.
@@ -325,6 +328,38 @@ async def should_stop_after_turn(state: AgentState, agent: AgentView, signal: Ab
     naming the plugin ends it.
     """
     raise NotImplementedError
+
+
+@hookspec
+async def prepare_next_turn(
+    state: AgentState, agent: AgentView, signal: AbortSignal
+) -> NextTurn | None:
+    """Change the context, model or thinking level of the run's next model request.
+
+    **When:** before each follow-up model request of a run: after a turn that ended with
+    tool results, or before a turn that delivers steering or follow-up messages; after
+    ``should_stop_after_turn`` (a run that stops or terminates does not call it), outside
+    any turn. Never before the run's first request.
+
+    **Parameters:**
+    - ``state``: the :class:`~mainspring.AgentState` after the turn (its ``messages`` are
+      the whole transcript).
+    - ``agent``, ``signal``: the plugin's :class:`~mainspring.AgentView` and the run's
+      abort signal.
+
+    **Returns:** a :class:`~mainspring.NextTurn` or ``None`` (no change). Its ``messages``
+    replace what the rest of the run sends in place of the transcript (later turns' messages
+    are added after them; the transcript and the session file keep every message; a
+    compaction later in the run works on the transcript and ends the replacement); its
+    ``system_prompt``, ``model`` and ``thinking_level`` hold for the rest of the run; the
+    agent's configuration is unchanged. Every implementation is called, with the same
+    ``state``; their changes apply in order (a later one's field wins).
+
+    **If it raises:** skipped: its change is not applied (nor is one that returns
+    something else than a ``NextTurn``, a context that breaks the transcript's rules, or an
+    unknown model), a ``hook_error`` event is emitted, and the next implementation is
+    called.
+    """
 
 
 @hookspec

@@ -14,6 +14,7 @@ left out), a compaction summary's ``summary``.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -31,6 +32,7 @@ __all__ = [
     "StopReason",
     "TextContent",
     "ThinkingContent",
+    "ToolArgs",
     "ToolCall",
     "ToolResultMessage",
     "Usage",
@@ -96,6 +98,52 @@ class FrozenDict(dict[str, Any]):
 
     def __reduce__(self) -> Any:
         return (dict, (thaw(self),))
+
+
+class ToolArgs(FrozenDict):
+    """The arguments of a tool call as every permission gate sees them, for every tool.
+
+    A read-only mapping of the argument names of the tool's schema (the names the model
+    sends) to their validated values: ``args["command"]``, ``args.get("command")`` and
+    ``args.command`` all read the same value (an argument named like a ``dict`` method,
+    such as ``items``, is read with ``args["items"]``). Nested objects are ``ToolArgs``
+    too, and lists are read-only. For a tool with a pydantic parameters model the values
+    are the validated model's (coerced, defaults filled in), for a JSON-Schema tool the
+    model's arguments themselves. Still a ``dict``: :func:`thaw` gives a mutable copy.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, value: Mapping[str, Any]) -> ToolArgs:
+        """A deep read-only copy of ``value``, every nested mapping a ``ToolArgs``."""
+        return cls({key: _gate_value(item) for key, item in value.items()})
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError:
+            known = ", ".join(map(repr, self)) or "none"
+            raise AttributeError(f"no argument {name!r} (the arguments: {known})") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._read_only()
+
+    def __delattr__(self, name: str) -> None:
+        self._read_only()
+
+    def __repr__(self) -> str:
+        return f"ToolArgs({dict.__repr__(self)})"
+
+
+def _gate_value(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return ToolArgs.of(value)
+    if isinstance(value, list | tuple):
+        return FrozenList(_gate_value(item) for item in value)
+    return value
 
 
 class FrozenList(list[Any]):

@@ -109,8 +109,8 @@ def register_tools() -> Sequence[mainspring.Tool]:
 def before_tool_call(tool: mainspring.Tool, args: Any, agent: mainspring.Agent) -> Block | None:
     """Refuse a ``shout`` whose text is too long; no opinion on any other call.
 
-    ``args`` are the validated arguments that will run: for a ``@mainspring.tool``
-    function, an instance of its parameters model (``args.text`` is a ``str``).
+    ``args`` are the validated arguments that will run, as a read-only
+    ``mainspring.ToolArgs`` (the same for every tool): ``args.text`` is a ``str``.
     """
     if tool is not shout:
         return None

@@ -74,6 +74,7 @@ def tool(
     timeout_s: float | None = None,
     label: str | None = None,
     idempotent: bool = False,
+    prepare_arguments: Callable[[dict[str, Any]], Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -87,21 +88,23 @@ def tool(
     timeout_s: float | None = None,
     label: str | None = None,
     idempotent: bool = False,
+    prepare_arguments: Callable[[dict[str, Any]], Any] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function into a :class:`~mainspring.tools.Tool` (see the module docs).
 
     Use bare (``@tool``) or with options (``@tool(name=..., description=...,
-    sequential=..., timeout_s=..., label=..., idempotent=...)``). ``name`` defaults to the
-    function's name and ``description`` to its docstring without the argument section; the other
-    options are passed to :class:`~mainspring.tools.Tool` unchanged. Raises
+    sequential=..., timeout_s=..., label=..., idempotent=..., prepare_arguments=...)``).
+    ``name`` defaults to the function's name and ``description`` to its docstring without
+    the argument section; the other options are passed to :class:`~mainspring.tools.Tool`
+    unchanged. Raises
     ``TypeError`` when the function cannot become a tool, naming the function and why.
 
     Supported annotations are those pydantic validates (``str``, numbers, ``bool``,
     ``Literal``, ``Enum``, ``X | None``, lists, dicts, nested models, ``Annotated`` with
     ``Field``); the schema is one object with a property per parameter,
     ``additionalProperties: false`` and nested types under ``$defs`` (the table in
-    ``docs/first-plugin.md``). ``before_tool_call`` gates and the function alike see the
-    validated values: an instance of the parameters model (``args.path``).
+    ``docs/first-plugin.md``). The function is called with the validated values;
+    ``before_tool_call`` gates see the same values as a :class:`~mainspring.ToolArgs`.
     """
 
     def build(func: Callable[..., Any]) -> Tool:
@@ -113,6 +116,7 @@ def tool(
             timeout_s=timeout_s,
             label=label,
             idempotent=idempotent,
+            prepare_arguments=prepare_arguments,
         )
 
     if fn is None:
@@ -140,6 +144,7 @@ def _build(
     timeout_s: float | None,
     label: str | None,
     idempotent: bool = False,
+    prepare_arguments: Callable[[dict[str, Any]], Any] | None = None,
 ) -> Tool:
     where = f"@tool {getattr(fn, '__qualname__', None) or repr(fn)}"
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
@@ -261,6 +266,7 @@ def _build(
             timeout_s=timeout_s,
             label=label,
             idempotent=idempotent,
+            prepare_arguments=prepare_arguments,
         )
     except (PydanticUserError, TypeError) as error:
         raise TypeError(f"{where}: cannot describe its parameters: {error}") from error

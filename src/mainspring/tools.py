@@ -9,13 +9,13 @@ arguments that failed validation.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from .messages import ImageContent, TextContent
+from .messages import ImageContent, TextContent, freeze, thaw
 from .providers.base import ToolSpec
 from .signal import AbortSignal
 from .workers import in_daemon_thread
@@ -33,7 +33,10 @@ class ToolResult(BaseModel):
     """What a tool returns: content for the model, ``details`` for programs.
 
     ``content`` may be given as a string; it is stored as a tuple of content blocks.
-    ``is_error`` tells the model the call failed.
+    ``is_error`` tells the model the call failed. ``terminate`` asks the run to end after
+    this batch: when every result of a tool batch sets it, the follow-up model request is
+    skipped and the run ends with ``agent_end`` reason ``terminated`` (a tool that hands
+    its result to the user, or a result filter that decides the work is done).
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
@@ -41,14 +44,16 @@ class ToolResult(BaseModel):
     content: tuple[TextContent | ImageContent, ...] = ()
     details: Any = None
     is_error: bool = False
+    terminate: bool = False
 
     def __init__(
         self,
         content: str | Sequence[TextContent | ImageContent] = (),
         details: Any = None,
         is_error: bool = False,
+        terminate: bool = False,
     ) -> None:
-        super().__init__(content=content, details=details, is_error=is_error)
+        super().__init__(content=content, details=details, is_error=is_error, terminate=terminate)
 
     @field_validator("content", mode="before")
     @classmethod
@@ -138,6 +143,13 @@ class Tool:
     human-friendly name for terminals. ``idempotent=True`` declares that running a call
     twice does no harm: a durable run (``mainspring.durable``) runs again a call the
     process died during; otherwise that call gets an error result and is not run again.
+
+    ``prepare_arguments`` is a shim for old argument shapes: called with a mutable copy of
+    the model's raw arguments before validation, it returns the arguments to validate
+    (for example ``{"path": args.pop("file")}`` when a parameter was renamed). It is
+    synchronous and runs on the event loop, so it must be quick. If it raises or returns
+    something other than a mapping, the call gets an error result, as for invalid
+    arguments; the transcript keeps the arguments the model sent.
     """
 
     __slots__ = (
@@ -149,6 +161,7 @@ class Tool:
         "label",
         "name",
         "parameters",
+        "prepare_arguments",
         "sequential",
         "timeout_s",
     )
@@ -163,11 +176,19 @@ class Tool:
         timeout_s: float | None = None,
         label: str | None = None,
         idempotent: bool = False,
+        prepare_arguments: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None,
     ) -> None:
         if not name or not isinstance(name, str):
             raise ValueError("a tool needs a non-empty string name")
         if not callable(execute):
             raise TypeError(f'tool "{name}": execute must be callable')
+        if prepare_arguments is not None and (
+            not callable(prepare_arguments) or inspect.iscoroutinefunction(prepare_arguments)
+        ):
+            raise TypeError(
+                f'tool "{name}": prepare_arguments must be a plain function of the arguments '
+                f"(it runs before validation, on the event loop), got {prepare_arguments!r}"
+            )
         if timeout_s is not None and timeout_s <= 0:
             raise ValueError(f'tool "{name}": timeout_s must be positive, got {timeout_s}')
         if isinstance(parameters, dict):
@@ -193,6 +214,7 @@ class Tool:
         self.timeout_s = timeout_s
         self.label = label
         self.idempotent = idempotent
+        self.prepare_arguments = prepare_arguments
         self._is_async = inspect.iscoroutinefunction(execute) or inspect.iscoroutinefunction(
             getattr(execute, "__call__", None)  # noqa: B004
         )
@@ -203,18 +225,43 @@ class Tool:
         return ToolSpec(name=self.name, description=self.description, parameters=self._schema)
 
     def validate(self, arguments: dict[str, Any]) -> Any:
-        """Validate the model's ``arguments``; raise :class:`ToolArgumentsError` if unfit."""
+        """Validate the model's ``arguments`` (through ``prepare_arguments`` first, if set);
+        raise :class:`ToolArgumentsError` if unfit."""
+        received = arguments
+        if self.prepare_arguments is not None:
+            arguments = self._prepare(arguments)
         if isinstance(self.parameters, dict):
             from .json_schema import schema_problems
 
             problems = schema_problems(self.parameters, arguments)
             if problems:
-                raise ToolArgumentsError(self.name, problems, arguments)
+                raise ToolArgumentsError(self.name, problems, received)
             return arguments
         try:
             return self.parameters.model_validate(arguments)
         except ValidationError as error:
-            raise ToolArgumentsError(self.name, _pydantic_problems(error), arguments) from None
+            raise ToolArgumentsError(self.name, _pydantic_problems(error), received) from None
+
+    def _prepare(self, arguments: dict[str, Any]) -> Any:
+        """``prepare_arguments`` of a mutable copy, read-only; its failure is unfit input."""
+        assert self.prepare_arguments is not None
+        try:
+            prepared = self.prepare_arguments(thaw(arguments))
+            if inspect.isawaitable(prepared):
+                close = getattr(prepared, "close", None)
+                if close is not None:
+                    close()
+                problem = "prepare_arguments returned an awaitable; it must be synchronous"
+            elif not isinstance(prepared, Mapping):
+                problem = (
+                    f"prepare_arguments returned a {type(prepared).__name__}, "
+                    "not a mapping of arguments"
+                )
+            else:
+                return freeze(dict(prepared))
+        except Exception as error:
+            problem = f"prepare_arguments failed: {type(error).__name__}: {error}"
+        raise ToolArgumentsError(self.name, [problem], arguments)
 
     async def run(self, args: Any, ctx: ToolContext) -> Any:
         """Call ``execute``: awaited if async, else in a daemon worker thread.

@@ -283,7 +283,7 @@ async def _run(args: argparse.Namespace, agent: Agent) -> int:
         if isinstance(renderer, TerminalRenderer):
             await renderer.prepare(agent)
         outcome = await agent.prompt(args.prompt_text)
-    if renderer.reason not in ("stop", "stopped_by_hook"):
+    if renderer.reason not in ("stop", "stopped_by_hook", "terminated"):
         return EXIT_RUN_FAILED
     replies = [m for m in outcome.messages if getattr(m, "role", None) == "assistant"]
     notice = cut_notice(replies[-1]) if replies else None

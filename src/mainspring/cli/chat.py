@@ -58,7 +58,7 @@ def _read_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None
 def _exit_code(renderer: TerminalRenderer, agent: Agent, err: TextIO) -> int:
     """The code ``run`` would exit with after the run that just ended; a reply that was
     cut off gets the notice ``run`` prints, on ``err``."""
-    if renderer.reason not in ("stop", "stopped_by_hook"):
+    if renderer.reason not in ("stop", "stopped_by_hook", "terminated"):
         return 1
     notice = cut_notice(agent.last_message)
     if notice:

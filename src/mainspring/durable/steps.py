@@ -259,4 +259,5 @@ def durable_tool(tool: Tool) -> Tool:
         timeout_s=tool.timeout_s,
         label=tool.label,
         idempotent=tool.idempotent,
+        prepare_arguments=tool.prepare_arguments,
     )

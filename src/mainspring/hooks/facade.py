@@ -667,6 +667,37 @@ class Hooks:
 
         return bool(await self._drive("should_stop_after_turn", False, args, absorb, failed))
 
+    async def prepare_next_turn(
+        self,
+        state: Callable[[], Any],
+        agent: Any,
+        signal: AbortSignal,
+        report: Report,
+        check: Callable[[str, Any], Any],
+    ) -> tuple[Any, ...]:
+        """Every implementation's change, in order, as ``check(plugin, result)`` made it
+        (``None`` results are left out).
+
+        ``check`` refuses a result by raising (a ``HookError``, or a ``TypeError`` or
+        ``ValueError`` whose sentence says what is wrong); that implementation is then
+        skipped like one that raised: a ``hook_error``, and nothing of its change.
+        """
+        if not self.relay.has("prepare_next_turn"):
+            return ()
+        args = (state(), agent, signal)
+
+        def absorb(impl: Implementation, changes: Any, result: Any) -> tuple[Any, bool]:
+            if result is None:
+                return changes, False
+            return (*changes, check(impl.plugin, result)), False
+
+        async def failed(error: HookError, changes: Any) -> tuple[Any, bool]:
+            await report(error, "skipped; the next request is not changed by it")
+            return changes, True
+
+        changes: tuple[Any, ...] = await self._drive("prepare_next_turn", (), args, absorb, failed)
+        return changes
+
     # -- construction -----------------------------------------------------------------------
 
     def register_tools(self, agent: Any) -> list[tuple[str, Tool]]:

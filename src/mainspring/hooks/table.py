@@ -112,6 +112,7 @@ HOOKS: Final[Mapping[str, HookRule]] = MappingProxyType(
                 discreet=True,
             ),
             _rule("should_stop_after_turn", Combine.ANY, Failure.FAIL_RUN, "observe"),
+            _rule("prepare_next_turn", Combine.COLLECT, Failure.SKIP, "context"),
             _rule(
                 "on_event",
                 Combine.EACH,

@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 Phase: TypeAlias = Literal["idle", "turn", "compaction", "retry"]
-AgentEndReason: TypeAlias = Literal["stop", "error", "aborted", "stopped_by_hook"]
+AgentEndReason: TypeAlias = Literal["stop", "error", "aborted", "stopped_by_hook", "terminated"]
 DecidedBy: TypeAlias = Literal["gate", "approver", "api", "remembered", "timeout", "no_approver"]
 
 
@@ -103,7 +103,11 @@ class TurnEnd(_Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageStart(_Event):
-    """A message enters the transcript (assistant messages begin streaming)."""
+    """A message enters the transcript, or an assistant message begins streaming.
+
+    A streamed assistant message starts empty: ``message`` is the partial message before
+    any delta (no content), and the first delta arrives in the first ``message_update``.
+    """
 
     type: ClassVar[str] = "message_start"
     message: Any

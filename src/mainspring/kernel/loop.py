@@ -20,6 +20,7 @@ from ..messages import AssistantMessage, ToolCall
 from ..signal import RunAborted
 from .delivery import ListenerError
 from .events import AgentEnd, AgentEndReason, AgentStart, MessageEnd
+from .next_turn import prepare_next_turn
 from .request import request_reply
 from .run import Run
 from .tools import execute_tool_calls, settle_tool_calls
@@ -122,14 +123,26 @@ async def _turns(
             return "aborted", "Run aborted"
         if await run.hooks.should_stop_after_turn(core.snapshot, run.agent, run.signal):
             return "stopped_by_hook", "should_stop_after_turn returned True"
+        if message.tool_calls and _all_terminate(run, message):
+            # a hard stop: queued messages stay queued for the next run
+            return "terminated", "every tool result of the batch asked to terminate"
         if core.steering:
             source = core.steering
-        elif message.tool_calls:
-            continue
-        elif core.follow_up:
+        elif core.follow_up and not message.tool_calls:
             source = core.follow_up
-        else:
+        elif not message.tool_calls:
             return "stop", None
+        await prepare_next_turn(run)
+
+
+def _all_terminate(run: Run, message: AssistantMessage) -> bool:
+    """Whether every call of ``message`` has a final result that sets ``terminate``."""
+    results = run.batch_results
+    for call in message.tool_calls:
+        result = results.get(call.id)
+        if result is None or not result.terminate:
+            return False
+    return True
 
 
 def _failure_outcome(message: AssistantMessage) -> tuple[AgentEndReason, str | None]:

@@ -1,8 +1,9 @@
 """One model request: project the context, compact if needed, stream, retry.
 
 The ``compaction`` and ``retry`` phases live here. The reply is streamed into a
-:class:`~mainspring.kernel.stream.StreamAssembler`; ``message_start`` is emitted with the
-first delta, so an attempt that failed before streaming leaves no message. A failed
+:class:`~mainspring.kernel.stream.StreamAssembler`. When the first delta arrives,
+``message_start`` is emitted with the message as it stood before it (no content), then
+that delta's ``message_update``; an attempt that failed before streaming leaves no message. A failed
 attempt that will be retried ends its message with ``stop_reason="error"`` and that
 message is not kept in the transcript.
 """
@@ -54,13 +55,17 @@ def _describe(error: BaseException) -> str:
 
 
 async def prepare_messages(run: Run) -> tuple[Any, ...]:
-    """The transcript through ``transform_context`` then ``convert_to_llm``."""
+    """The transcript (or the context ``prepare_next_turn`` put in its place) through
+    ``transform_context`` then ``convert_to_llm``."""
     hooks, report = run.hooks, run.report_hook_error
     transcript = run.core.messages
     snapshot = transcript.as_tuple()
+    swapped = run.context
+    if swapped is not None:
+        snapshot = swapped[0] + snapshot[swapped[1] :]
     projected = await hooks.transform_context(snapshot, run.agent, run.signal, report)
     # untouched by any transform and known clean: the default converter would keep it as is
-    sendable = projected is snapshot and transcript.sendable()
+    sendable = swapped is None and projected is snapshot and transcript.sendable()
     return await hooks.convert_to_llm(projected, run.agent, report, sendable=sendable)
 
 
@@ -106,6 +111,7 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
         error = "no compaction plugin produced a result"
     if result is not None:
         run.core.messages.replace(result.messages)
+        run.context = None  # the compacted transcript is what the run sends from now on
         try:
             tokens_after = await count_tokens(run, await prepare_messages(run))
         except BaseException:
@@ -203,21 +209,21 @@ async def _stream(
                     if not signal.aborted:
                         failure = error
                     break
-                assembler.add(delta)
                 if isinstance(delta, StreamDone):
+                    assembler.add(delta)
                     break
                 if not started:
+                    # message_start carries the message before any delta (no content);
+                    # the first delta arrives in the first message_update
                     started = True
-                    first = assembler.partial()
-                    core.streaming_message = first
-                    await run.emit(MessageStart, message=first)
-                    core.seq += 1
-                    update = message_update(core.seq, run_id, turn, first, delta)
-                else:
-                    # the partial message is built only if someone reads it (from the
-                    # event or from the state, which share it)
-                    core.seq += 1
-                    update = message_update(core.seq, run_id, turn, assembler.snapshot(), delta)
+                    empty = assembler.partial()
+                    core.streaming_message = empty
+                    await run.emit(MessageStart, message=empty)
+                assembler.add(delta)
+                # the partial message is built only if someone reads it (from the event
+                # or from the state, which share it)
+                core.seq += 1
+                update = message_update(core.seq, run_id, turn, assembler.snapshot(), delta)
                 core.streaming = update
                 pending = deliver(update, core.listeners)
                 if pending is not None:
@@ -295,7 +301,7 @@ async def request_reply(run: Run) -> Reply:
                 "system_prompt": run.system_prompt,
                 "messages": messages,
                 "tools": tuple(tool.spec for tool in run.tools.values()),
-                "thinking_level": run.core.thinking_level,
+                "thinking_level": run.thinking_level or run.core.thinking_level,
                 "session_id": run.agent.session_id,
             },
         )

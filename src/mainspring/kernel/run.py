@@ -37,7 +37,7 @@ from .events import (
 from .signal import AbortSignal
 
 if TYPE_CHECKING:
-    from ..providers.base import Model, Provider
+    from ..providers.base import Model, Provider, ThinkingLevel
     from ..settings import Settings
     from ..tools import Tool
     from .state import Core
@@ -56,6 +56,7 @@ class Run:
         "approvals",
         "batch_results",
         "compacting",
+        "context",
         "core",
         "delivery",
         "exit",
@@ -71,6 +72,7 @@ class Run:
         "signal",
         "system_prompt",
         "task",
+        "thinking_level",
         "tools",
         "tools_from",
         "turn_count",
@@ -125,6 +127,12 @@ class Run:
         self.compacting: tuple[str, int] | None = None
         self.undelivered: tuple[list[Any], list[Any] | None] | None = None
         self.opening: Any = None
+        self.context: tuple[tuple[Any, ...], int] | None = None
+        """Set by ``prepare_next_turn``: ``(messages, mark)``, what requests send in place
+        of the transcript's first ``mark`` messages (until a compaction replaces it)."""
+        self.thinking_level: ThinkingLevel | None = None
+        """Set by ``prepare_next_turn``: the thinking level of the rest of the run (else
+        the agent's)."""
 
     @property
     def failing(self) -> bool:

@@ -145,4 +145,4 @@ def cap(result: ToolResult, limit: int | None) -> ToolResult:
         f"{total - limit} characters were cut]"
     )
     content.append(TextContent(text=note))
-    return ToolResult(tuple(content), details=result.details, is_error=result.is_error)
+    return result.model_copy(update={"content": tuple(content)})

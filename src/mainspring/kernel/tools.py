@@ -28,6 +28,7 @@ from ..jsonable import to_jsonable
 from ..logs import get_logger
 from ..messages import (
     AssistantMessage,
+    ToolArgs,
     ToolCall,
     ToolResultMessage,
     thaw,
@@ -68,12 +69,6 @@ class _Prepared:
         """Set when a gate asked for approval: the call waits for a decision."""
 
 
-def _fingerprint(args: Any) -> Any:
-    """What a gate could change in place: a model instance's fields (a JSON-Schema tool's
-    arguments are read-only already)."""
-    return args.model_dump() if isinstance(args, BaseModel) else None
-
-
 async def _finish_call(run: Run, call: ToolCall, result: ToolResult) -> None:
     details = result.details
     if details is not None:
@@ -112,20 +107,41 @@ async def _prepare(
         await _finish_call(run, call, ToolResult.error(text))
         return None
     try:
-        # a JSON-Schema tool gets the read-only arguments themselves: no gate can change
-        # what it approved; a model's fields are fingerprinted around each gate instead
         args = tool.validate(call.arguments)
     except ToolArgumentsError as error:
         await _finish_call(run, call, ToolResult.error(str(error)))
         return None
     hooks = run.hooks
+    shown: Any = args  # no gate, nothing is shown
+    if hooks.relay.has("before_tool_call"):
+        # the gates see a read-only copy: none can change what the tool runs with
+        try:
+            shown = gate_view(args)
+        except Exception as error:  # a model whose serialiser raises: nothing to judge
+            text = (
+                f'Tool call "{call.name}" was blocked: its arguments could not be shown to '
+                f"the permission gates ({type(error).__name__}: {error})"
+            )
+            await _finish_call(run, call, ToolResult.error(text))
+            return None
+
+    def revalidate(arguments: Any) -> ToolArgs:
+        # an edit is validated like the model's arguments; later gates see it as a view
+        return gate_view(tool.validate(arguments))
+
     decision = await hooks.before_tool_call(
-        call, args, tool, run.agent, run.signal, run.report_hook_error, _fingerprint, tool.validate
+        call, shown, tool, run.agent, run.signal, run.report_hook_error, None, revalidate
     )
     edits: dict[str, Any] = {}
     if decision.edited_by:
         # the gates edited the call: what runs is the edited call, validated again
-        call, args = decision.call, decision.args
+        assert decision.call is not None
+        call = decision.call
+        try:
+            args = tool.validate(call.arguments)
+        except ToolArgumentsError as error:  # a prepare_arguments shim that changed its mind
+            await _finish_call(run, call, ToolResult.error(str(error)))
+            return None
         edits = {"edited_by": decision.edited_by, "arguments": thaw(call.arguments)}
     prepared = _Prepared(index, call, tool, args, run.settings.tools.abort_grace_s)
     if decision.asked is not None:
@@ -171,6 +187,14 @@ async def _prepare(
         await _finish_call(run, call, ToolResult.error(text))
         return None
     return prepared
+
+
+def gate_view(args: Any) -> ToolArgs:
+    """What the gates see of validated ``args``: one :class:`~mainspring.ToolArgs` shape
+    for every tool (a model's fields under their schema names, or the JSON-Schema dict)."""
+    if isinstance(args, BaseModel):
+        return ToolArgs.of(args.model_dump(by_alias=True))
+    return ToolArgs.of(args)
 
 
 async def _approve(run: Run, batch: list[_Prepared]) -> list[_Prepared]:

@@ -36,6 +36,7 @@ from .grammar_state import (
     _MESSAGE_EVENTS,
     _OUTSIDE_TURN,
     _UNSENT_STOP_REASONS,
+    END_REASONS,
     ToolAndPhaseRules,
     _get,
     _Handler,
@@ -63,6 +64,8 @@ RULES: dict[str, str] = {
     "message-nesting": (
         "each message is message_start, message_update*, message_end with one role; "
         "messages do not interleave; message_update only for assistant messages; "
+        "a message that gets updates starts empty (its message_start has no content: "
+        "the first delta arrives in the first message_update); "
         "no message is open at turn_end"
     ),
     "tool-execution": (
@@ -93,6 +96,11 @@ RULES: dict[str, str] = {
         "retry events only in phase retry"
     ),
     "user-in-turn": "user messages' message_start/message_end occur inside a turn",
+    "end-reason": (
+        "agent_end.reason is one of " + ", ".join(END_REASONS) + "; terminated only "
+        "right after a turn whose tool calls all ended (tool_execution_end) with a result "
+        "that sets terminate"
+    ),
 }
 
 
@@ -261,6 +269,15 @@ class _Checker(ToolAndPhaseRules):
                 f"run ends in phase {run.phase!r}: expected phase_change(turn -> idle) "
                 "before agent_end",
             )
+        reason = _get(event, "reason")
+        if reason not in END_REASONS:
+            raise self.fail("end-reason", f"agent_end.reason {reason!r} is not a known reason")
+        if reason == "terminated" and not run.batch_terminated:
+            raise self.fail(
+                "end-reason",
+                "agent_end.reason 'terminated', but the last turn's tool results did not "
+                "all set terminate",
+            )
         self.run = None
 
     def _turn_start(self, event: Any, run: _Run, turn: _Turn | None) -> None:
@@ -275,6 +292,7 @@ class _Checker(ToolAndPhaseRules):
             raise self.fail("phase", f"turn_start in phase {run.phase!r} (expected 'turn')")
         run.turn = _Turn(run.next_turn)
         run.next_turn += 1
+        run.batch_terminated = False
 
     def _turn_end(self, event: Any, run: _Run, turn: _Turn | None) -> None:
         if turn is None:
@@ -329,6 +347,9 @@ class _Checker(ToolAndPhaseRules):
             raise self.fail(
                 "turn-end-message", "turn_end.message is set but the turn had no assistant message"
             )
+        run.batch_terminated = bool(turn.call_ids) and all(
+            turn.terminates.get(call_id, False) for call_id in turn.call_ids
+        )
         run.turn = None
 
     # ---- messages
@@ -344,6 +365,7 @@ class _Checker(ToolAndPhaseRules):
             )
         turn.open_role = role
         turn.open_at = self.index
+        turn.open_empty = not _get(_get(event, "message"), "content")
 
     def _message_update(self, event: Any, run: _Run, turn: _Turn | None) -> None:
         assert turn is not None
@@ -355,6 +377,12 @@ class _Checker(ToolAndPhaseRules):
                 "message-nesting",
                 f"message_update for a {role} message (open: {turn.open_role}); "
                 "updates are for assistant messages only",
+            )
+        if not turn.open_empty:
+            raise self.fail(
+                "message-nesting",
+                f"message_update for the assistant message started at #{turn.open_at} with "
+                "content: a streamed message starts empty, its first delta comes in an update",
             )
 
     def _message_end(self, event: Any, run: _Run, turn: _Turn | None) -> None:

@@ -26,6 +26,8 @@ _MOVES = frozenset(
     }
 )
 _UNSENT_STOP_REASONS = frozenset({"error", "aborted"})
+END_REASONS = ("stop", "error", "aborted", "stopped_by_hook", "terminated")
+"""The reasons a run may end with (``agent_end.reason``)."""
 _CONTEXT = 5
 
 
@@ -73,14 +75,17 @@ class _Turn:
         "last_assistant",
         "next_result",
         "open_at",
+        "open_empty",
         "open_role",
         "results",
+        "terminates",
     )
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.open_role: Any = None
         self.open_at = -1
+        self.open_empty = False
         self.has_assistant = False
         self.last_assistant: Any = None
         self.call_ids: list[Any] = []
@@ -91,10 +96,13 @@ class _Turn:
         self.results: list[Any] = []
         self.exec_names: dict[Any, Any] = {}
         self.exec_open: set[Any] = set()
+        self.terminates: dict[Any, bool] = {}
+        """Per ended call: whether its tool_execution_end result set ``terminate``."""
 
 
 class _Run:
     __slots__ = (
+        "batch_terminated",
         "compaction_at",
         "compaction_reason",
         "next_turn",
@@ -114,6 +122,8 @@ class _Run:
         self.turn: _Turn | None = None
         self.compaction_at = -1
         self.compaction_reason: Any = None
+        self.batch_terminated = False
+        """Whether the last turn ended with every tool call's result setting terminate."""
 
 
 _Handler = Callable[[Any, _Run, "_Turn | None"], None]
@@ -190,6 +200,7 @@ class ToolAndPhaseRules:
         call_id = self._started(event, turn)
         assert turn is not None
         turn.exec_open.discard(call_id)
+        turn.terminates[call_id] = _get(_get(event, "result"), "terminate") is True
 
     # ---- phases, compaction, retry
 

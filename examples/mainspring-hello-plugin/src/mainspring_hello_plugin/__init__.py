@@ -66,8 +66,8 @@ def register_tools() -> Sequence[mainspring.Tool]:
 def before_tool_call(tool: mainspring.Tool, args: Any, agent: mainspring.Agent) -> Block | None:
     """Refuse to greet the configured name; allow every other call.
 
-    ``args`` are the validated arguments that will run: for a ``@tool`` function, an
-    instance of its parameters model, so ``args.name`` is a ``str``.
+    ``args`` are the validated arguments that will run, as a read-only
+    :class:`~mainspring.ToolArgs` (the same for every tool): ``args.name`` is a ``str``.
     """
     if tool is not greet:
         return None  # not our tool: no opinion
