@@ -225,10 +225,7 @@ def _report_remembered(agent: Agent) -> None:
     """One stderr line naming the approvals a resumed session remembers."""
     remembered = agent.remembered_approvals
     if remembered:
-        shown = [
-            f"{item.tool_name} ({'every call' if item.arguments is None else 'these arguments'})"
-            for item in remembered
-        ]
+        shown = [item.describe() for item in remembered]
         print(f"mainspring: remembered approvals: {', '.join(shown)}", file=sys.stderr, flush=True)
 
 
