@@ -19,6 +19,7 @@ from ..errors import PluginLoadError
 from ..kernel.agent import Agent
 from ..logs import configure_logging
 from ..plugins.otel import configure_command
+from ..providers.keys import guard_process_memory, take_api_keys
 from ..sessions import SessionFormatError
 from ..settings import load_settings
 from .approve import TerminalApprover, approval_mode
@@ -297,6 +298,9 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     configure_logging(args.log_level, args.log_json)
+    # the keys leave the environment before any plugin or tool runs; see providers.keys
+    take_api_keys()
+    guard_process_memory()
     if args.command == "new-plugin":
         return new_plugin_command(args.name, args.directory)
     if args.command == "run":
