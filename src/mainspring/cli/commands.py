@@ -209,7 +209,7 @@ def new_plugin_command(name: str, directory: str | None) -> int:
     try:
         target = write_plugin(name, Path(directory) if directory else None)
     except (ValueError, OSError) as error:
-        print(f"mainspring: {error}", file=sys.stderr)
+        print(f"mainspring: error: {error}", file=sys.stderr)
         return 2
     print(f"wrote {target}: a tool (shout), a gate, tests and a README")
     print(f'next: pip install -e "{target}[test]" && pytest {target}')
