@@ -264,3 +264,49 @@ async def test_a_forged_approval_line_is_refused_on_resume_with_a_warning(
     refused = [r for r in caplog.records if r.getMessage() == "session_approval_refused"]
     lines = {record.line for record in refused}  # type: ignore[attr-defined]
     assert lines == {len(path.read_text().splitlines())}
+
+
+async def test_without_a_usable_key_approvals_are_not_written_and_the_session_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "approval.key").write_text("not a key\n")
+    monkeypatch.setenv("MAINSPRING_DATA_DIR", str(data))
+    path = tmp_path / "s.jsonl"
+    caplog.set_level(logging.ERROR, logger="mainspring")
+
+    await recorded_session(path, Approval(True, remember="tool"), "ls")
+
+    assert approval_lines(path) == []
+    assert any(r.getMessage() == "session_approval_not_sealed" for r in caplog.records)
+    resumed = resume(path)
+    assert resumed.remembered_approvals == ()
+    assert len(resumed.state.messages) == 4  # prompt, call, result, reply: all written
+
+
+async def test_the_api_refuses_an_answer_that_is_not_true_or_false() -> None:
+    from mainspring.settings import ApprovalSettings
+
+    agent = Agent(
+        model="faux:test",
+        provider=FauxProvider([call("shell", {"command": "rm -rf /"}, "a"), faux.text("done")]),
+        autoload=False,
+        tools=[shell],
+        plugins=[AskGate()],
+        settings=Settings(approvals=ApprovalSettings(api=True, timeout_s=5)),
+    )
+    refused: list[str] = []
+
+    def answer(event: Any, signal: Any) -> None:
+        if event.type == "tool_approval_request":
+            with pytest.raises(ValueError, match="True or False") as info:
+                agent.approve("a", "no")  # type: ignore[arg-type]
+            refused.append(str(info.value))
+            agent.approve("a", False)
+
+    agent.subscribe(answer)
+    RAN.clear()
+    await asyncio.wait_for(agent.prompt("go"), 20)
+
+    assert refused and RAN == []

@@ -37,7 +37,8 @@ class ApprovalLineError(ValueError):
 def approval_key(directory: Path | None = None) -> bytes:
     """The sealing key of ``directory`` (default: the data directory), made on first use.
 
-    Raises ``OSError`` when it can be neither read nor created.
+    Raises ``OSError`` when it can be neither read nor created, ``ValueError`` when it
+    holds something other than a key.
     """
     where = (directory or data_dir()) / KEY_FILE
     key = _keys.get(where)
@@ -47,13 +48,15 @@ def approval_key(directory: Path | None = None) -> bytes:
     try:
         fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except FileExistsError:
+        if where.stat().st_mode & 0o077:
+            os.chmod(where, 0o600)  # as private as the session files
         key = bytes.fromhex(where.read_text(encoding="ascii").strip())
     else:
         key = secrets.token_bytes(32)
         with os.fdopen(fd, "w", encoding="ascii") as handle:
             handle.write(key.hex() + "\n")
     if len(key) < 16:
-        raise OSError(f"the approval key {where} is too short; remove it to make a new one")
+        raise ValueError(f"the approval key {where} is too short; remove it to make a new one")
     _keys[where] = key
     return key
 

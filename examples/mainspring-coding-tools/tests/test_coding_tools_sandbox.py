@@ -14,6 +14,7 @@ import secrets
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mainspring_coding_tools.sandbox import sandbox_command
@@ -153,3 +154,23 @@ def test_without_unshare_the_startup_note_says_commands_run_unsandboxed(tmp_path
     assert "run without their own PID and mount namespace" in stderr
     assert "unshare program (util-linux) is not on PATH" in stderr
     assert report.count("ancestor") >= 3  # the supervisor, the agent, pytest...
+
+
+async def test_a_sandboxed_command_cannot_read_the_agents_data_directory(
+    coding_call: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    namespaces_or_skip()
+    data = tmp_path / "data"
+    (data / "sessions").mkdir(parents=True)
+    (data / "approval.key").write_text("0" * 64 + "\n")
+    (data / "sessions" / "s.jsonl").write_text('{"type": "session"}\n')
+    monkeypatch.setenv("MAINSPRING_DATA_DIR", str(data))
+    command = f"ls -A {data}; cat {data}/approval.key; touch {data}/x; echo end"
+
+    (sandboxed,) = await coding_call(("bash", {"command": command}), bash_sandbox="namespaces")
+
+    assert "0" * 64 not in sandboxed.text and "sessions" not in sandboxed.text
+    assert "end" in sandboxed.text  # the command ran, and saw an empty directory
+    assert not (data / "x").exists()
+    (control,) = await coding_call(("bash", {"command": command}), bash_sandbox="off")
+    assert "0" * 64 in control.text  # what the sandbox hides

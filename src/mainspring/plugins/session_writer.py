@@ -24,7 +24,9 @@ Inactive unless ``settings.session_path`` is set (``Agent.from_session`` sets it
   the run fails before anything is sent: the other writer's conversation is never
   spliced with this one. That is the only way the writer fails a run.
 - **Approvals sealed.** Each approval remembered during a run is one line sealed to the
-  file's header with a keyed digest (:mod:`mainspring.session_approvals`).
+  file's header with a keyed digest (:mod:`mainspring.session_approvals`). When the key
+  can be neither read nor made, the approval is not written (logged at ERROR): the
+  session goes on, and a resumed one does not remember it.
 - **Never fails a run otherwise.** Values that are not JSON-able are described
   (:func:`~mainspring.sessions.encode_message`). A write that fails (a full disk, a
   removed directory) is logged at ERROR with the path, the partial line is cut off, and
@@ -323,9 +325,14 @@ def on_event(event: Any, agent: Any) -> None:
         elif kind == "tool_decision":
             remembered = agent.remembered_approvals
             if len(remembered) > writer.approvals:
-                records = [_approval(writer, item) for item in remembered[writer.approvals :]]
-                if _append(writer, records):
+                try:
+                    records = [_approval(writer, item) for item in remembered[writer.approvals :]]
+                except (OSError, ValueError) as error:  # no key: the approvals stay unwritten
                     writer.approvals = len(remembered)
+                    log.error("session_approval_not_sealed", path=writer.path, error=str(error))
+                else:
+                    if _append(writer, records):
+                        writer.approvals = len(remembered)
         elif kind == "compaction_end":
             if event.error is None:
                 messages = agent.state.messages

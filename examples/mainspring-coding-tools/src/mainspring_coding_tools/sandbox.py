@@ -15,6 +15,10 @@ runs under ``unshare --user --map-root-user --pid --fork --mount-proc --kill-chi
 - the supervisor, being the namespace's first process, drops every capability from its
   bounding set before starting the shell, so the command cannot unmount that ``/proc``
   to reach the agent's (:mod:`mainspring_coding_tools.supervisor`);
+- the agent's data directory (``$MAINSPRING_DATA_DIR``, else
+  ``~/.local/share/mainspring``: conversations, the key that seals remembered approvals,
+  durable runs) is covered by an empty read-only directory in that mount namespace
+  (:func:`hidden_directories`), unless the workspace is inside it;
 - when the supervisor ends, the kernel kills every process left in the namespace.
 
 ``bash_sandbox`` chooses: ``"auto"`` (the default) uses the namespaces when a trial run
@@ -30,9 +34,12 @@ import logging
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Literal
 
-__all__ = ["UNSHARE_OPTIONS", "SandboxMode", "sandbox_command"]
+from mainspring.data_directory import data_dir
+
+__all__ = ["UNSHARE_OPTIONS", "SandboxMode", "hidden_directories", "sandbox_command"]
 
 SandboxMode = Literal["auto", "namespaces", "off"]
 
@@ -74,6 +81,20 @@ def _namespaces() -> tuple[tuple[str, ...], str | None]:
         why = trial.stderr.strip().splitlines()[-1:] or [f"exit code {trial.returncode}"]
         return (), f"unshare failed: {why[0]} (are user namespaces disabled?)"
     return prefix, None
+
+
+def hidden_directories(workspace: Path) -> tuple[str, ...]:
+    """The directories a sandboxed command must not see: the agent's data directory, when
+    it exists and does not hold the workspace."""
+    hidden = []
+    for directory in (data_dir(),):
+        try:
+            resolved = directory.resolve(strict=True)
+        except OSError:
+            continue
+        if resolved.is_dir() and not Path(workspace).resolve().is_relative_to(resolved):
+            hidden.append(str(resolved))
+    return tuple(hidden)
 
 
 def sandbox_command(mode: SandboxMode) -> tuple[str, ...]:

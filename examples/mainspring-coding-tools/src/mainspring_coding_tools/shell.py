@@ -157,11 +157,13 @@ async def run_command(
     max_output_chars: int,
     ctx: ToolContext,
     sandbox: Sequence[str] = (),
+    hidden: Sequence[str] = (),
 ) -> ToolResult:
     """Run ``command`` (see the module docs); never leaves a process behind.
 
     ``sandbox`` is the argv prefix that runs the supervisor sandboxed
-    (:func:`~mainspring_coding_tools.sandbox.sandbox_command`), empty for none.
+    (:func:`~mainspring_coding_tools.sandbox.sandbox_command`), empty for none; sandboxed,
+    the directories ``hidden`` are covered by an empty one for the command.
     """
     if ctx.signal.aborted:
         return ToolResult.error("Not run: the run was aborted")
@@ -178,6 +180,7 @@ async def run_command(
             SUPERVISOR,
             shell,
             command,
+            *(hidden if sandbox else ()),
             cwd=cwd,
             env=dict(env),
             stdin=theirs.fileno(),

@@ -27,9 +27,12 @@ running then survives: only OS-level isolation (a cgroup, a container) closes th
 Without a subreaper (not Linux) it kills the shell's process group only.
 
 Run sandboxed (:mod:`mainspring_coding_tools.sandbox`), it is the first process of a new
-PID namespace (pid 1): it then drops every capability from its bounding set before it
-starts the shell, so nothing the command runs can regain one (to unmount the namespace's
-``/proc``, say); and when it exits, the kernel kills whatever is left in the namespace.
+PID namespace (pid 1): it first covers each directory named after the command (``argv[3:]``,
+the agent's data directory) with an empty read-only ``tmpfs`` in its mount namespace, then
+drops every capability from its bounding set before it starts the shell, so nothing the
+command runs can regain one (to unmount the namespace's ``/proc`` or those covers, say);
+and when it exits, the kernel kills whatever is left in the namespace. If a directory
+cannot be covered, or a capability dropped, the command is not run (``error`` report).
 
 This file runs as a script (``python -I -S supervisor.py <shell> <command>``) and imports
 nothing but the standard library.
@@ -47,6 +50,7 @@ import sys
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_CAPBSET_DROP = 24
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _LAST_CAPABILITY = 63
 _CONTROL = 0
 _ROUND_WAIT_S = 0.05
@@ -62,6 +66,25 @@ def become_subreaper() -> bool:
         return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
+
+
+def report(line: str) -> None:
+    """Send one protocol line to the agent (see the module docs)."""
+    with contextlib.suppress(OSError):
+        os.write(_CONTROL, f"{line}\n".encode())
+
+
+def cover(directory: str) -> str | None:
+    """Mount an empty read-only ``tmpfs`` over ``directory``; why not, or ``None``."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError as error:
+        return str(error)
+    flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    target = os.fsencode(directory)
+    if libc.mount(b"tmpfs", target, b"tmpfs", flags, b"size=4k,mode=0500") != 0:
+        return os.strerror(ctypes.get_errno())
+    return None
 
 
 def drop_capabilities() -> bool:
@@ -121,8 +144,7 @@ class Supervisor:
             signal.signal(number, lambda *_: None)
 
     def report(self, line: str) -> None:
-        with contextlib.suppress(OSError):
-            os.write(_CONTROL, f"{line}\n".encode())
+        report(line)
 
     def start(self) -> None:
         """Start the shell; ``OSError`` if it cannot be."""
@@ -193,7 +215,14 @@ class Supervisor:
 
 
 def main(argv: list[str]) -> int:
-    """Run ``argv[1] -c argv[2]`` under supervision; the exit code is always 0."""
+    """Run ``argv[1] -c argv[2]`` under supervision, sandboxed: with ``argv[3:]``
+    covered; the exit code is always 0."""
+    if os.getpid() == 1:
+        for directory in argv[3:]:
+            why = cover(directory)
+            if why is not None:
+                report(f"error the sandbox could not hide {directory}: {why}")
+                return 0
     supervisor = Supervisor(argv[1], argv[2])
     if os.getpid() == 1 and not supervisor.sandboxed:
         supervisor.report("error the sandbox could not drop its capabilities")

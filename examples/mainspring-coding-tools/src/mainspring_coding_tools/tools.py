@@ -48,7 +48,7 @@ from .deadline import Deadline
 from .environment import command_environment
 from .files import edit_file, list_directory, read_file, write_file
 from .options import CodingToolsOptions
-from .sandbox import sandbox_command
+from .sandbox import hidden_directories, sandbox_command
 from .search import grep_files
 from .shell import run_command
 from .workspace import ToolFailure, Workspace
@@ -239,6 +239,7 @@ def build_tools(
             shell=opts.shell_path(),
             env=command_environment(os.environ, opts.bash_env_passthrough),
             sandbox=sandbox,
+            hidden=hidden_directories(ws.root) if sandbox else (),
             timeout_s=opts.bash_timeout_s if timeout_s is None else timeout_s,
             max_output_chars=opts.bash_max_output_chars,
             ctx=ctx,
