@@ -40,6 +40,13 @@ def write(path: str, text: str) -> str:
     return "written"
 
 
+@tool
+def tune(value: Any) -> str:
+    """Set a value."""
+    RAN.append(repr(value))
+    return "set"
+
+
 class AskGate:
     name = "ask-gate"
 
@@ -75,7 +82,7 @@ async def run(
         model="faux:test",
         provider=FauxProvider([*steps, faux.text("done")]),
         autoload=False,
-        tools=[shell, write],
+        tools=[shell, write, tune],
         plugins=[AskGate(), approver],
         settings=settings,
     )
@@ -136,6 +143,23 @@ async def test_remember_call_covers_only_the_exact_arguments() -> None:
 
     assert approver.asked == ["a", "b"]
     assert decided(recorder) == {"a": ("allow", "approver"), "b": ("allow", "approver")}
+
+
+async def test_exact_arguments_are_compared_as_json_so_true_is_not_one() -> None:
+    def answer(request: ApprovalRequest) -> Approval:
+        return Approval(request.tool_call_id == "a", remember="call")
+
+    approver = Approver(answer)
+    steps = [
+        call("tune", {"value": 1}, "a"),
+        call("tune", {"value": True}, "b"),
+        call("tune", {"value": 1.0}, "c"),
+        call("tune", {"value": 1}, "d"),
+    ]
+    _, recorder = await run(steps, approver)
+
+    assert approver.asked == ["a", "b", "c"]
+    assert decided(recorder)["d"] == ("allow", "remembered")
 
 
 async def test_a_prefix_covers_plain_words_after_it_and_nothing_else() -> None:

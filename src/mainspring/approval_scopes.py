@@ -12,22 +12,40 @@ argument of a later call must equal the approved call's. The matching rules, sta
 - **glob**: the value is a path matching ``pattern`` segment by segment (``/``
   separates): ``*``, ``?`` and ``[...]`` match within one segment, a ``**`` segment any
   number of segments. A value with a ``..`` segment or a control character never matches.
+  The path is matched as text: where a symbolic link under the glob leads is the tool's
+  business (the coding tools confine paths to their workspace).
+
+Arguments are compared as JSON (:func:`same_arguments`): ``true`` is not ``1``, nor ``1.0``
+``1``, as Python's ``==`` would have it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal, final
 
-__all__ = ["ArgumentScope", "ScopeKind", "has_control_characters"]
+__all__ = ["ArgumentScope", "ScopeKind", "has_control_characters", "same_arguments"]
 
 ScopeKind = Literal["prefix", "glob"]
 
 _PLAIN_WORDS = re.compile(r"[A-Za-z0-9_./:=@%+, -]*")
 """What may follow an approved prefix."""
+
+
+def same_arguments(first: Any, second: Any) -> bool:
+    """Whether two (thawed) argument values are the same JSON: types count."""
+
+    def canonical(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+
+    try:
+        return canonical(first) == canonical(second)
+    except (TypeError, ValueError):  # a cycle, or keys that cannot be sorted
+        return False
 
 
 def has_control_characters(text: str) -> bool:
@@ -107,7 +125,9 @@ class ArgumentScope:
             return False
         value = arguments.get(self.argument)
         others = {k: v for k, v in arguments.items() if k != self.argument}
-        return isinstance(value, str) and others == self.others and self.matches(value)
+        return (
+            isinstance(value, str) and same_arguments(others, self.others) and self.matches(value)
+        )
 
     def describe(self) -> str:
         """What is covered, in words."""

@@ -155,12 +155,17 @@ class TerminalApprover:
         return answers
 
     async def _show(self, lines: list[str]) -> bool:
-        """Show ``lines`` under ``approve``, a page at a time; ``False`` at end of input."""
+        """Show ``lines`` under ``approve``, a page at a time; ``False`` at end of input
+        or when the person refuses before the end."""
         self._say("\napprove ")
         for start in range(0, len(lines), PAGE_LINES):
             if start:
-                self._say(f"  -- lines {start + 1}-{len(lines)} of {len(lines)} follow: Enter --")
-                if not await self.read_line():
+                self._say(
+                    f"  -- lines {start + 1}-{len(lines)} of {len(lines)} follow: "
+                    "Enter for more, n to refuse --"
+                )
+                line = await self.read_line()
+                if not line or line.strip().lower() in ("n", "no"):
                     return False
             page = lines[start : start + PAGE_LINES]
             last = start + PAGE_LINES >= len(lines)
@@ -169,7 +174,7 @@ class TerminalApprover:
 
     async def _ask(self, request: ApprovalRequest, lines: list[str]) -> Approval:
         if not await self._show(lines):
-            return Approval(False, reason="refused at the terminal (end of input)")
+            return Approval(False, reason="refused at the terminal")
         scoped = _string_arguments(request)
         choices = "[y]es / [n]o / [a]lways these exact arguments"
         if scoped:

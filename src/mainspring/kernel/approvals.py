@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
-from ..approval_scopes import ArgumentScope
+from ..approval_scopes import ArgumentScope, same_arguments
 from ..errors import Approval, ApprovalRequest, HookError, HookTimeoutError
 from ..messages import thaw
 
@@ -67,7 +67,7 @@ class Remembered:
             return True
         if isinstance(self.arguments, ArgumentScope):
             return self.arguments.covers(thaw(request.arguments))
-        return bool(thaw(request.arguments) == self.arguments)
+        return same_arguments(thaw(request.arguments), self.arguments)
 
     def describe(self) -> str:
         """Which calls are allowed, in words: ``bash (calls whose command ...)``."""
