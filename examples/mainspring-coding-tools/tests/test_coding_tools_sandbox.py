@@ -4,20 +4,25 @@ The agent is a real ``mainspring run`` process whose environment holds a (fake) 
 The model has ``bash`` run a probe that walks up from its own process through every
 ancestor it can see, reading ``/proc/<pid>/environ`` and every readable region of
 ``/proc/<pid>/mem``, and looks for the key, forwards and reversed. Sandboxed, no ancestor
-holds it; the startup note says so when the sandbox is unavailable.
+holds it. Without ``unshare`` a warning says commands run unsandboxed.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mainspring_coding_tools import sandbox
 from mainspring_coding_tools.sandbox import sandbox_command
+
+from mainspring import PluginLoadError
 
 PROBE = r"""
 import os
@@ -80,7 +85,7 @@ def register_providers():
 """
 
 
-def probe_agent(tmp_path: Path, sandbox: str, path: str | None = None) -> tuple[str, str]:
+def probe_agent(tmp_path: Path, mode: str) -> tuple[str, str]:
     """Run the agent with a fake key; the probe's report and the agent's stderr."""
     key = "sk-proj-" + secrets.token_hex(24)
     workspace = tmp_path / "ws"
@@ -89,7 +94,7 @@ def probe_agent(tmp_path: Path, sandbox: str, path: str | None = None) -> tuple[
     (workspace / "key.hex").write_text(key.encode().hex())
     (tmp_path / "probing_model.py").write_text(MODEL)
     config = tmp_path / "config.toml"
-    config.write_text(f'[plugin_options.mainspring-coding-tools]\nbash_sandbox = "{sandbox}"\n')
+    config.write_text(f'[plugin_options.mainspring-coding-tools]\nbash_sandbox = "{mode}"\n')
     env = {
         **os.environ,
         "OPENAI_API_KEY": key,
@@ -97,8 +102,6 @@ def probe_agent(tmp_path: Path, sandbox: str, path: str | None = None) -> tuple[
         "MAINSPRING_CONFIG": str(config),
         "MAINSPRING_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
-    if path is not None:
-        env["PATH"] = path
     args = ["run", "go", "--plugin", "mainspring_coding_tools", "--plugin", "probing_model"]
     done = subprocess.run(
         [sys.executable, "-m", "mainspring", *args, "--model", "scripted:x"],
@@ -141,19 +144,53 @@ def test_unsandboxed_a_command_run_as_root_reads_the_key_the_control(tmp_path: P
     assert "environ yes" in report, report
 
 
-def test_without_unshare_the_startup_note_says_commands_run_unsandboxed(tmp_path: Path) -> None:
-    bare = tmp_path / "bin"
-    bare.mkdir()
-    for program in ("bash", "sh"):
-        found = Path("/bin") / program
-        if found.exists():
-            (bare / program).symlink_to(found)
+@pytest.fixture
+def without_unshare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """The system directories searched for ``unshare`` hold none (one empty directory)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setattr(sandbox, "UNSHARE_DIRS", (str(empty),))
+    sandbox.namespaces.cache_clear()
+    yield
+    sandbox.namespaces.cache_clear()
 
-    report, stderr = probe_agent(tmp_path, "auto", path=str(bare))
 
-    assert "run without their own PID and mount namespace" in stderr
-    assert "unshare program (util-linux) is not on PATH" in stderr
-    assert report.count("ancestor") >= 3  # the supervisor, the agent, pytest...
+async def test_without_unshare_a_warning_says_commands_run_unsandboxed(
+    coding_call: Any, without_unshare: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mainspring_coding_tools")
+
+    (result,) = await coding_call(("bash", {"command": "echo $$"}))
+
+    assert result.text != "1\n[exit code: 0]"  # not the first process of a namespace
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "mainspring_coding_tools"]
+    assert "run without their own PID and mount namespace" in warning
+    assert "unshare program (util-linux) is not in" in warning
+
+
+async def test_without_unshare_namespaces_required_refuse_to_load(
+    coding_call: Any, without_unshare: None
+) -> None:
+    with pytest.raises(PluginLoadError, match="bash_sandbox is 'namespaces', but"):
+        await coding_call(("bash", {"command": "true"}), bash_sandbox="namespaces")
+
+
+def test_unshare_is_never_taken_from_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    # a program a command could leave on the user's PATH: it passes the trial, then runs
+    # every command unsandboxed
+    trick = 'shift 6\ncase "$*" in *getpid*) echo 1; exit 0;; esac\nexec "$@"\n'
+    (fake / "unshare").write_text("#!/bin/sh\n" + trick)
+    (fake / "unshare").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ.get('PATH', '')}")
+    sandbox.namespaces.cache_clear()
+    try:
+        prefix, _ = sandbox.namespaces()
+    finally:
+        sandbox.namespaces.cache_clear()
+
+    assert not prefix or not prefix[0].startswith(str(fake))
 
 
 async def test_a_sandboxed_command_cannot_read_the_agents_data_directory(

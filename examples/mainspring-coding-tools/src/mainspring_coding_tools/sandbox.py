@@ -21,16 +21,21 @@ runs under ``unshare --user --map-root-user --pid --fork --mount-proc --kill-chi
   (:func:`hidden_directories`), unless the workspace is inside it;
 - when the supervisor ends, the kernel kills every process left in the namespace.
 
+``unshare`` is looked for in the system's directories only (:data:`UNSHARE_DIRS`), never
+on ``PATH``: a command could put a program of that name in a directory on the user's
+``PATH`` and so switch the sandbox off for the next agent.
+
 ``bash_sandbox`` chooses: ``"auto"`` (the default) uses the namespaces when a trial run
-of ``unshare`` works, and otherwise logs a warning once at start saying that commands run
-without them; ``"namespaces"`` requires them (the plugin refuses to load without);
-``"off"`` never uses them.
+of ``unshare`` works (tried once per process), and otherwise logs a warning when the tools
+are built saying that commands run without them; ``"namespaces"`` requires them (the
+plugin refuses to load without); ``"off"`` never uses them.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -39,7 +44,14 @@ from typing import Literal
 
 from mainspring.data_directory import data_dir
 
-__all__ = ["UNSHARE_OPTIONS", "SandboxMode", "hidden_directories", "sandbox_command"]
+__all__ = [
+    "UNSHARE_DIRS",
+    "UNSHARE_OPTIONS",
+    "SandboxMode",
+    "hidden_directories",
+    "namespaces",
+    "sandbox_command",
+]
 
 SandboxMode = Literal["auto", "namespaces", "off"]
 
@@ -53,19 +65,23 @@ UNSHARE_OPTIONS = (
 )
 """What ``unshare`` is asked for (see the module)."""
 
+UNSHARE_DIRS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
+"""Where ``unshare`` is looked for (see the module)."""
+
 _TRIAL_S = 20.0
 
 log = logging.getLogger("mainspring_coding_tools")
 
 
 @functools.cache
-def _namespaces() -> tuple[tuple[str, ...], str | None]:
-    """The ``unshare`` prefix, or ``()`` and why not (tried once per process)."""
+def namespaces() -> tuple[tuple[str, ...], str | None]:
+    """The ``unshare`` prefix, or ``()`` and why not (tried once per process;
+    ``namespaces.cache_clear()`` tries again)."""
     if not sys.platform.startswith("linux"):
         return (), "PID and mount namespaces need Linux"
-    unshare = shutil.which("unshare")
+    unshare = shutil.which("unshare", path=os.pathsep.join(UNSHARE_DIRS))
     if unshare is None:
-        return (), "the unshare program (util-linux) is not on PATH"
+        return (), f"the unshare program (util-linux) is not in {', '.join(UNSHARE_DIRS)}"
     prefix = (unshare, *UNSHARE_OPTIONS)
     try:
         trial = subprocess.run(
@@ -101,11 +117,11 @@ def sandbox_command(mode: SandboxMode) -> tuple[str, ...]:
     """The argv prefix that runs a command's supervisor sandboxed (``()``: unsandboxed).
 
     ``"namespaces"`` raises ``ValueError`` when they are not available; ``"auto"`` logs a
-    warning then, once per process.
+    warning then.
     """
     if mode == "off":
         return ()
-    prefix, why = _namespaces()
+    prefix, why = namespaces()
     if why is None:
         return prefix
     if mode == "namespaces":
@@ -114,7 +130,6 @@ def sandbox_command(mode: SandboxMode) -> tuple[str, ...]:
     return ()
 
 
-@functools.cache
 def _warn_unsandboxed(why: str) -> None:
     log.warning(
         "bash commands run without their own PID and mount namespace (%s): a command "
