@@ -205,13 +205,28 @@ def _non_secrets(g: Gen) -> list[str]:
 
 
 KEY_TYPES = [
-    ("ed25519", ["-t", "ed25519"]),
-    ("rsa2048", ["-t", "rsa", "-b", "2048"]),
-    ("rsa4096", ["-t", "rsa", "-b", "4096"]),
-    ("ecdsa", ["-t", "ecdsa", "-b", "256"]),
-    ("rsa2048_pem", ["-t", "rsa", "-b", "2048", "-m", "PEM"]),
-    ("ecdsa_pem", ["-t", "ecdsa", "-b", "384", "-m", "PEM"]),
+    ("ed25519", ["-t", "ed25519", "-C", "dev@host"]),
+    ("rsa2048", ["-t", "rsa", "-b", "2048", "-C", "dev@host"]),
+    ("rsa4096", ["-t", "rsa", "-b", "4096", "-C", "dev@host"]),
+    ("ecdsa", ["-t", "ecdsa", "-b", "256", "-C", "dev@host"]),
+    ("rsa2048_pem", ["-t", "rsa", "-b", "2048", "-m", "PEM", "-C", "dev@host"]),
+    ("ecdsa_pem", ["-t", "ecdsa", "-b", "384", "-m", "PEM", "-C", "dev@host"]),
+    # the comment's length moves the last line's padding: a few of each
+    *((f"ed25519_c{n}", ["-t", "ed25519", "-C", "u" * n]) for n in range(1, 7)),
+    *((f"ecdsa_c{n}", ["-t", "ecdsa", "-C", "u" * n]) for n in range(1, 5)),
 ]
+
+
+def told_apart_alone(line: str) -> bool:
+    """Whether a key's line, read alone, can be told from a word (see the policy pack's
+    ``secrets`` module): 40 characters or more, or padded, or holding ``AAA`` (OpenSSH's
+    last line always does). A PEM key's last line can be shorter and unpadded (a PKCS#8 RSA
+    key's often is: 24 random characters, the end of its CRT coefficient); such lines are
+    sampled in context (the whole key, its tail, grep) but not alone. A last line of under
+    16 characters is an OpenSSH key's padding (``AQIDBA==``)."""
+    if len(line) < 16:
+        return False
+    return len(line) >= 40 or line.endswith("=") or "AAA" in line
 
 
 def _real_keys(directory: Path) -> list[tuple[str, str]]:
@@ -221,7 +236,7 @@ def _real_keys(directory: Path) -> list[tuple[str, str]]:
     if shutil.which("ssh-keygen"):
         for name, args in KEY_TYPES:
             path = directory / name
-            command = ["ssh-keygen", "-q", *args, "-N", "", "-C", "dev@host", "-f", str(path)]
+            command = ["ssh-keygen", "-q", *args, "-N", "", "-f", str(path)]
             subprocess.run(command, check=True, capture_output=True, timeout=120)
             keys.append((name, path.read_text()))
     try:
@@ -249,19 +264,22 @@ def _real_keys(directory: Path) -> list[tuple[str, str]]:
 
 
 def _key_samples(keys: list[tuple[str, str]]) -> list[Sample]:
-    """Each key whole, from line 2, grep -n, cat -n, and every body line alone."""
+    """Each key whole, from line 2, its last lines (``tail -n 3``), ``grep -n``,
+    ``cat -n``, and every body line alone."""
     out: list[Sample] = []
     for name, text in keys:
         lines = text.rstrip("\n").split("\n")
         body = [line for line in lines if not line.startswith("-----")]
         out.append((f"real_key_{name}", f"$ cat ~/.ssh/id\n{text}", body))
         out.append((f"real_key_{name}_line_2", "\n".join(lines[1:]), body))
+        out.append((f"real_key_{name}_tail", "\n".join(lines[-3:]) + "\n", lines[-3:-1]))
         grep = "\n".join(f"id_{name}:{n}:{line}" for n, line in enumerate(lines, 1))
         out.append((f"real_key_{name}_grep", grep, body))
         numbered = "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, 1))
         out.append((f"real_key_{name}_cat_n", numbered, body))
         for line in body:
-            out.append((f"real_key_{name}_one_line", line + "\n", [line]))
+            if told_apart_alone(line):
+                out.append((f"real_key_{name}_one_line", line + "\n", [line]))
     return out
 
 
@@ -323,7 +341,11 @@ def _bare_look_alikes(g: Gen) -> list[str]:
             g.hex(40),
             f"{name.upper()}_{g.upper(6)}_V{g.rng.randint(1, 9)}",
             f"{name}/{name}-{g.rng.randint(1, 9)}",
+            f"/home/{name.title()}/Projects{g.rng.randint(1, 99)}",
         ]
+    phrases = ["Hello, World!", "release notes v2", "build 42 passed", "meeting at 10am"]
+    # base64 of plain text, alone on a line: a key's last line looks the same
+    out += [base64.b64encode(p.encode()).decode() for p in phrases]
     return out
 
 

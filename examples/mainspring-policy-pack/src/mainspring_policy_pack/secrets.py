@@ -22,10 +22,16 @@ or ``sed -n 5p`` shows any of them alone. So a base64 line (after an optional gr
 ``file:2:`` / ``file-2-`` or numbered ``    2<TAB>`` prefix) is key material when it
 
 - is alone and is an OpenSSH key's first line (``b3BlbnNzaC1rZXktdjE``…, "openssh-key-v1")
-  or exactly 64 or 70 characters long (a key's full line), or, 16 to 100 characters,
-  ends in ``=`` padding with upper and lower case letters and digits (a key's last line);
-- or belongs to a run of consecutive base64 lines that holds a line of the kinds above or
-  one a rule redacted as a private key: every line of the run is then redacted.
+  or exactly 64 or 70 characters long (a key's full line), or, 16 to 100 characters with
+  upper and lower case letters and digits, ends in ``=`` padding or holds ``AAA`` (the
+  zero bytes of an OpenSSH length field): a key's last line;
+- or belongs to a run of consecutive base64 lines (short ones too, such as an OpenSSH
+  key's padding line ``AQIDBA==``) that holds a line of the kinds above, or that touches
+  a line a rule redacted as a private key or a key's ``-----END ... PRIVATE KEY-----``
+  line: every base64 line of the run is then redacted.
+
+A key's last line read alone (``sed -n 27p``) that is shorter than 40 characters, has no
+padding and no ``AAA`` is not told from a word: PEM keys can have one.
 """
 
 from __future__ import annotations
@@ -124,9 +130,11 @@ KEY_MATERIAL_KIND = "private_key"
 
 _KEY_LINE = re.compile(
     r"(?P<prefix>[ \t]*(?:[^\s:]*[:-](?:\d+[:-])?|\d+\t)?[ \t]*)"
-    r"(?P<body>[A-Za-z0-9+/]{16,100}={0,2})\r?"
+    r"(?P<body>[A-Za-z0-9+/]{2,100}={0,2})\r?"
 )
+_END_LINE = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _KEY_WIDTHS = (64, 70)
+_SHORTEST_ALONE = 16
 _OPENSSH_MAGIC = "b3BlbnNzaC1rZXktdjE"
 _KEY_MARKER = f"{MARKER_PREFIX}{KEY_MATERIAL_KIND}]"
 
@@ -137,14 +145,25 @@ one Python pattern here runs on short lines only, so the time stays linear."""
 
 
 def _key_body(line: str) -> tuple[str, str] | None:
-    """``(prefix, body)`` of a line that is only base64 (after a grep or number prefix)."""
+    """``(prefix, body)`` of a line that is only base64 (after a grep or number prefix);
+    a short one only when it looks like an OpenSSH key's padding line (padded, or no
+    lower-case letter: ``AQIDBA==``, ``AQIDBAUG``), not like a word (``end``)."""
     if len(line) > _LONGEST_KEY_LINE:
         return None
     match = _KEY_LINE.fullmatch(line)
-    return None if match is None else (match["prefix"], match["body"])
+    if match is None:
+        return None
+    body = match["body"]
+    if len(body) < _SHORTEST_ALONE and not (
+        len(body) >= 4 and (body.endswith("=") or not any(c.islower() for c in body))
+    ):
+        return None
+    return match["prefix"], body
 
 
 def _alone_is_key(body: str) -> bool:
+    if len(body) < _SHORTEST_ALONE:
+        return False  # only in a run (an OpenSSH key's padding, ``AQIDBA==``)
     if body.startswith(_OPENSSH_MAGIC):
         return True
     if len(body) in _KEY_WIDTHS:
@@ -154,7 +173,16 @@ def _alone_is_key(body: str) -> bool:
         and any(c.islower() for c in body)
         and any(c.isdigit() for c in body)
     )
-    return body.endswith("=") and mixed
+    # a key's last line: padded, or holding the zero bytes of an OpenSSH length field
+    return mixed and (body.endswith("=") or "AAA" in body)
+
+
+def _keyed_line(line: str) -> bool:
+    """A line that makes the base64 lines next to it key material: a private-key marker
+    of the rules, or a key's END line (``tail -n 3`` of a key file)."""
+    return _KEY_MARKER in line or (
+        len(line) <= _LONGEST_KEY_LINE and _END_LINE.search(line) is not None
+    )
 
 
 def key_material(text: str) -> str:
@@ -167,15 +195,15 @@ def key_material(text: str) -> str:
     redact = [False] * len(lines)
     start = 0
     while start < len(lines):
-        if bodies[start] is None and _KEY_MARKER not in lines[start]:
+        if bodies[start] is None and not _keyed_line(lines[start]):
             start += 1
             continue
         end = start
-        while end < len(lines) and (bodies[end] is not None or _KEY_MARKER in lines[end]):
+        while end < len(lines) and (bodies[end] is not None or _keyed_line(lines[end])):
             end += 1
         run = range(start, end)
         body_lines = [i for i in run if bodies[i] is not None]
-        keyed = any(_KEY_MARKER in lines[i] for i in run) or any(
+        keyed = any(_keyed_line(lines[i]) for i in run) or any(
             _alone_is_key(bodies[i][1])  # type: ignore[index]
             for i in body_lines
         )
