@@ -116,6 +116,24 @@ async def test_an_approver_answering_approval_no_blocks_the_call() -> None:
     assert any(e.hook == "request_approval" for e in recorder.of_type(HookErrorEvent))
 
 
+@pytest.mark.parametrize(
+    "forged", [("prefix", None, None), ("everything", None, None), ("glob", 5, ["*"])]
+)
+async def test_an_allow_with_a_scope_forged_past_its_constructor_blocks_the_call(
+    forged: tuple[Any, Any, Any],
+) -> None:
+    def answer(request: ApprovalRequest) -> Approval:
+        approval = Approval(True)
+        for name, value in zip(("remember", "argument", "pattern"), forged, strict=True):
+            object.__setattr__(approval, name, value)
+        return approval
+
+    agent, recorder = await run([call("shell", {"command": "ls"}, "a")], Approver(answer))
+
+    assert RAN == [] and agent.remembered_approvals == ()
+    assert decided(recorder)["a"][0] == "block"
+
+
 async def test_an_approval_forged_past_its_constructor_blocks_the_call() -> None:
     def forged(request: ApprovalRequest) -> Approval:
         approval = Approval(False)

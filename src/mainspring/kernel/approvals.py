@@ -81,20 +81,19 @@ class Remembered:
 def remembrance(tool_name: str, arguments: Any, decision: Decision) -> Remembered:
     """What to remember of an allowed call (thawed ``arguments``) its ``decision`` remembers.
 
-    Raises ``ValueError`` when a prefix or glob scope does not cover the call itself.
+    Raises ``ValueError`` when a prefix or glob scope does not cover the call itself, or
+    the decision's scope is not one :class:`~mainspring.Approval` can make (a value forged
+    past its constructor).
     """
-    if decision.remember == "tool":
+    kind, argument, pattern = decision.remember, decision.argument, decision.pattern
+    if kind == "tool":
         return Remembered(tool_name)
-    if decision.remember in ("prefix", "glob"):
-        assert decision.argument is not None and decision.pattern is not None
-        scope = ArgumentScope.of_call(
-            decision.remember,  # type: ignore[arg-type]
-            decision.argument,
-            decision.pattern,
-            arguments,
-        )
+    if kind == "call":
+        return Remembered(tool_name, arguments)
+    if kind in ("prefix", "glob") and isinstance(argument, str) and isinstance(pattern, str):
+        scope = ArgumentScope.of_call(kind, argument, pattern, arguments)  # type: ignore[arg-type]
         return Remembered(tool_name, scope)
-    return Remembered(tool_name, arguments)
+    raise ValueError(f"remember={kind!r} with argument={argument!r}, pattern={pattern!r}")
 
 
 @final
