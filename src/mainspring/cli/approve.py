@@ -87,7 +87,8 @@ def _wrap(line: str, indent: str) -> list[str]:
 
 def describe_call(request: ApprovalRequest) -> list[str]:
     """The call, whole, as lines to show: ``tool {arguments}`` when that fits one line
-    and nothing in it needs making visible; else the tool, then one argument per line."""
+    and nothing in it needs making visible; else the tool, then one argument per line
+    (``name: value``, a string value in quotes, as :func:`visible` shows it)."""
     arguments = thaw(request.arguments)
     compact = f"{request.tool_name} {_json(arguments)}"
     if len(compact) <= LINE_WIDTH and visible(compact) == compact:
@@ -95,7 +96,12 @@ def describe_call(request: ApprovalRequest) -> list[str]:
     lines = [visible(request.tool_name)]
     items = arguments.items() if isinstance(arguments, dict) else [("arguments", arguments)]
     for key, value in items:
-        shown = visible(value) if isinstance(value, str) else visible(_json(value))
+        # a string in quotes (``"true"`` is not ``true``), its quotes escaped
+        shown = (
+            '"' + visible(value).replace('"', '\\"') + '"'
+            if isinstance(value, str)
+            else visible(_json(value))
+        )
         lines += _wrap(f"  {visible(str(key))}: {shown}", "    ")
     return lines
 
