@@ -15,10 +15,12 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+
+from mainspring.providers.keys import forget_api_keys
 
 
 def _controlling_terminal() -> None:
@@ -116,6 +118,14 @@ class Terminal:
 def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's own data directory: conversations the CLI keeps land there, not in ~."""
     monkeypatch.setenv("MAINSPRING_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+
+
+@pytest.fixture(autouse=True)
+def _api_keys() -> Iterator[None]:
+    """Each test reads API keys afresh: none taken by an earlier test is kept."""
+    forget_api_keys()
+    yield
+    forget_api_keys()
 
 
 @pytest.fixture

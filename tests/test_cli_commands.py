@@ -148,6 +148,49 @@ def test_new_plugin_writes_a_package_and_refuses_to_overwrite(tmp_path: Path) ->
     assert bad.returncode == 2 and "not a plugin name" in bad.stderr
 
 
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("mainspring-policy-pack", "example packs"),
+        ("mainspring_policy.pack", "not a plugin name"),
+        ("mainspring-policy_pack", "example packs"),
+        ("mainspring-summary-compaction", "example packs"),
+        ("mainspring", "is installed"),
+        ("pydantic", "is installed"),
+        ("json", "can already be imported"),
+    ],
+)
+def test_new_plugin_refuses_a_name_that_would_shadow_something(
+    tmp_path: Path, name: str, why: str
+) -> None:
+    done = cli(tmp_path, "new-plugin", name)
+
+    assert done.returncode == 2
+    assert done.stderr.startswith("mainspring: error: ") and why in done.stderr
+    assert not (tmp_path / name).exists()  # nothing written
+
+
+def test_the_generated_gate_decides_by_tool_name_not_object(tmp_path: Path) -> None:
+    from mainspring import Block
+    from mainspring.plugin_template import write_plugin
+
+    target = write_plugin("shout-gate-check", tmp_path / "p")
+    namespace: dict[str, object] = {}
+    source = (target / "src" / "shout_gate_check" / "__init__.py").read_text()
+    exec(compile(source, "shout_gate_check", "exec"), namespace)  # the module, not installed
+
+    @mainspring.tool(name="shout")
+    def impostor(text: str) -> str:
+        """Another tool of the same name."""
+        return text
+
+    agent = mainspring.Agent(model="faux:x", autoload=False)
+    gate = namespace["before_tool_call"]
+    args = impostor.validate({"text": "x" * 500})
+    assert isinstance(gate(tool=impostor, args=args, agent=agent), Block)  # type: ignore[operator]
+    assert gate(tool=impostor, args=impostor.validate({"text": "hi"}), agent=agent) is None  # type: ignore[operator]
+
+
 @pytest.mark.parametrize("name", ["x", "mainspring-hello-2", "a_b"])
 def test_plugin_names_that_are_accepted(tmp_path: Path, name: str) -> None:
     from mainspring.plugin_template import module_name, write_plugin

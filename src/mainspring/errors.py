@@ -20,6 +20,7 @@ __all__ = [
     "HookTimeoutError",
     "NextTurn",
     "PluginLoadError",
+    "RememberKind",
     "StopRun",
     "describe_error",
 ]
@@ -163,19 +164,52 @@ class ApprovalRequest:
     plugin: str
 
 
+RememberKind = Literal["call", "prefix", "glob", "tool"]
+"""What an allowed approval is remembered for (see :class:`Approval`)."""
+
+REMEMBER_KINDS: tuple[RememberKind, ...] = ("call", "prefix", "glob", "tool")
+
+
 @dataclass(frozen=True, slots=True)
 class Approval:
     """An approver's answer to one :class:`ApprovalRequest`.
 
-    ``remember="tool"`` allows every later call of the same tool for the rest of the
-    session, ``remember="call"`` every later call of it with the same arguments; only an
-    ``allow`` is remembered. ``reason`` is recorded in the ``tool_decision`` event (and,
-    for a refusal, shown to the model).
+    ``allow`` must be ``True`` or ``False`` itself: anything else (``"no"``, ``1``,
+    ``None``) raises ``TypeError``, and an approver that raises blocks its calls. Only an
+    ``allow`` is remembered, for the rest of the session, as ``remember`` says:
+
+    - ``"call"``: later calls of the tool with exactly these arguments;
+    - ``"prefix"`` / ``"glob"``: later calls whose string ``argument`` starts with
+      ``pattern`` (followed only by plain words) / is a path matching the glob
+      ``pattern``, every other argument exactly as now (the rules:
+      :mod:`mainspring.approval_scopes`); the approved call must itself be covered, or it
+      is refused;
+    - ``"tool"``: every later call of the tool, whatever its arguments.
+
+    ``reason`` is recorded in the ``tool_decision`` event (and, for a refusal, shown to
+    the model).
     """
 
     allow: bool
     reason: str | None = None
-    remember: Literal["tool", "call"] | None = None
+    remember: RememberKind | None = None
+    argument: str | None = None
+    pattern: str | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.allow) is not bool:
+            raise TypeError(f"Approval.allow must be True or False, not {self.allow!r}")
+        if self.remember is not None and self.remember not in REMEMBER_KINDS:
+            raise ValueError(
+                f"Approval.remember must be None or one of {REMEMBER_KINDS}, not {self.remember!r}"
+            )
+        scoped = self.remember in ("prefix", "glob")
+        for name in ("argument", "pattern"):
+            value = getattr(self, name)
+            if scoped and not (isinstance(value, str) and value):
+                raise ValueError(f'remember="{self.remember}" needs a non-empty {name}')
+            if not scoped and value is not None:
+                raise ValueError(f'{name} is given only with remember="prefix" or "glob"')
 
 
 @dataclass(frozen=True, slots=True)

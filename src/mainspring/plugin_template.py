@@ -7,16 +7,38 @@ plugin's fixtures, ``scripted_run`` and the ``check_entry_point`` smoke test); a
 and a ``pyproject.toml`` with a version, a build system (hatchling) and pytest settings
 (pytest-asyncio in ``auto`` mode). ``pip install -e "NAME[test]"`` then ``pytest NAME``
 passes as written.
+
+A name that would shadow something is refused (:func:`name_taken`): an installed
+distribution (compared as packaging normalises names: case, and runs of ``-``, ``_``
+and ``.``, do not matter), one of mainspring's example packs (:data:`EXAMPLE_PACKS`,
+installed or not), or a module name already importable (the standard library's
+included). An installed plugin of the same name as a pack would shadow the pack, its
+entry point and its options.
+
+The generated gate identifies the calls it decides by the tool's *name* (what the model
+calls, whoever contributed the tool), never by object identity: a tool of the same name
+registered another way, or wrapped, is still gated.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import re
+import sys
 from pathlib import Path
 
 from . import __version__
 
-__all__ = ["module_name", "write_plugin"]
+__all__ = ["EXAMPLE_PACKS", "module_name", "name_taken", "write_plugin"]
+
+EXAMPLE_PACKS = (
+    "mainspring-coding-tools",
+    "mainspring-hello-plugin",
+    "mainspring-policy-pack",
+    "mainspring-summary-compaction",
+)
+"""The example packs' distribution names, reserved whether installed or not."""
 
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
 
@@ -71,7 +93,7 @@ Configure it through the agent's settings, or the config file's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mainspring
@@ -105,17 +127,37 @@ def register_tools() -> Sequence[mainspring.Tool]:
     return [shout]
 
 
+GATED_TOOLS = frozenset({{shout.name}})
+"""The tools this gate decides, by name: whoever contributed a tool of that name (this
+plugin, another one, an MCP server), and however the kernel wraps it, it is gated. Never
+compare tool objects (``tool is shout``): another object of the same name would pass."""
+
+
+def gated(tool: mainspring.Tool) -> bool:
+    """Whether this gate decides calls of ``tool``.
+
+    Identified by name today. When tools declare their effects, decide by effect here as
+    well (a tool that writes, or reaches the network, say), so that a tool of another name
+    with the same effect is gated too.
+    """
+    return tool.name in GATED_TOOLS
+
+
 @hookimpl
-def before_tool_call(tool: mainspring.Tool, args: Any, agent: mainspring.Agent) -> Block | None:
+def before_tool_call(tool: mainspring.Tool, args: Any, agent: mainspring.AgentView) -> Block | None:
     """Refuse a ``shout`` whose text is too long; no opinion on any other call.
 
     ``args`` are the validated arguments that will run, as a read-only
-    ``mainspring.ToolArgs`` (the same for every tool): ``args.text`` is a ``str``.
+    ``mainspring.ToolArgs`` (the same for every tool): ``args.get("text")`` is the text
+    (read defensively: a tool of the same name from elsewhere may send an odd one).
     """
-    if tool is not shout:
+    if not gated(tool):
         return None
+    text = args.get("text")
+    if not isinstance(text, str):
+        return Block(f"{{PLUGIN_NAME}} shouts text only.")
     limit = max_length(agent)
-    if len(args.text) > limit:
+    if len(text) > limit:
         return Block(f"{{PLUGIN_NAME}} will not shout more than {{limit}} characters.")
     return None
 '''
@@ -212,18 +254,45 @@ def module_name(name: str) -> str:
     return name.replace("-", "_")
 
 
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def name_taken(name: str) -> str | None:
+    """Why the plugin name ``name`` would shadow something (see the module), or ``None``."""
+    wanted = _normalized(name)
+    if wanted in {_normalized(pack) for pack in EXAMPLE_PACKS}:
+        return "it is the name of one of mainspring's example packs"
+    for distribution in importlib.metadata.distributions():
+        installed = distribution.metadata["Name"] or ""
+        if _normalized(installed) == wanted:
+            return f"a distribution of that name is installed ({installed} {distribution.version})"
+    module = module_name(name)
+    try:
+        found = module in sys.stdlib_module_names or importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = True
+    if found:
+        return f"a module named {module!r} can already be imported"
+    return None
+
+
 def write_plugin(name: str, directory: Path | None = None) -> Path:
     """Write the package ``name`` into ``directory`` (default ``./name``); return it.
 
     ``name`` is a distribution name of lowercase letters, digits, ``-`` and ``_``,
-    starting with a letter. Raises ``ValueError`` for another name, or when
-    ``directory`` exists and is not empty (nothing is overwritten).
+    starting with a letter, that shadows nothing (:func:`name_taken`). Raises
+    ``ValueError`` for another name, or when ``directory`` exists and is not empty
+    (nothing is overwritten).
     """
     if not _NAME.fullmatch(name):
         raise ValueError(
             f"{name!r} is not a plugin name: use lowercase letters, digits and '-', "
             "starting with a letter (e.g. mainspring-weather)"
         )
+    taken = name_taken(name)
+    if taken is not None:
+        raise ValueError(f"{name!r} cannot be a new plugin's name: {taken}; choose another")
     target = Path(directory) if directory is not None else Path(name)
     if target.exists() and any(target.iterdir()):
         raise ValueError(f"{target} exists and is not empty; choose another directory")

@@ -1,9 +1,10 @@
 """Session files: an append-only JSONL record of one conversation.
 
 Line 1 is a header ``{"type": "session", "version": 1, "model": "p:id", "system_prompt":
-..., "created": ts}``. Then one line per transcript entry, ``{"type": "message",
+..., "created": ts, "id": hex}``. Then one line per transcript entry, ``{"type": "message",
 "message": {...}}``, and one per compaction, ``{"type": "compaction", "messages": [...]}``,
-whose messages replace the transcript. Reading (:func:`read_session`):
+whose messages replace the transcript, and one per remembered approval, sealed to the
+file (:mod:`mainspring.session_approvals`). Reading (:func:`read_session`):
 
 - a last line without its newline is kept when it is a complete JSON object, and reported
   (``torn_line``) and skipped when it is not: only a crash mid-write leaves one;
@@ -16,6 +17,8 @@ whose messages replace the transcript. Reading (:func:`read_session`):
   error result saying so (:data:`INTERRUPTED`), added after the recorded ones and counted
   in :attr:`Session.synthesized`; a warning names the line. Resuming such a file goes on
   like a run that was aborted mid-batch (the session writer records those results first);
+- an approval line whose digest does not verify (added by hand, edited, copied from another
+  file) is refused with a warning naming the line: the approval is not remembered;
 - anything else malformed is a :class:`SessionFormatError` naming the line.
 
 Writing is the built-in ``session_writer`` plugin's job (its module states the rules);
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -42,6 +46,7 @@ from .messages import (
     TextContent,
     ToolResultMessage,
 )
+from .session_approvals import ApprovalLineError, decode_approval
 
 __all__ = [
     "FORMAT_VERSION",
@@ -124,6 +129,7 @@ def header_record(model: str, system_prompt: str) -> dict[str, Any]:
         "model": model,
         "system_prompt": system_prompt,
         "created": time.time(),
+        "id": secrets.token_hex(16),  # approval lines are sealed to this line
     }
 
 
@@ -153,7 +159,8 @@ class Session:
     interrupted_line: int | None = None
     synthesized: int = 0
     approvals: list[tuple[str, Any]] = field(default_factory=list)
-    """Remembered approvals, ``(tool name, arguments or None for every call)``."""
+    """Remembered approvals whose lines verified, ``(tool name, arguments)`` as
+    ``Remembered`` holds them (``None``: every call; a scope; or the exact arguments)."""
 
 
 def read_session(path: str | os.PathLike[str]) -> Session:
@@ -180,6 +187,7 @@ def parse_session(path: str | os.PathLike[str], raw: bytes) -> Session:
         raise SessionFormatError(path, 1, "the file is empty; expected a session header")
     session: Session | None = None
     calls = _Calls(path)
+    header = lines[0]
     for number, line in enumerate(lines, start=1):
         try:
             record = json.loads(line)
@@ -196,7 +204,7 @@ def parse_session(path: str | os.PathLike[str], raw: bytes) -> Session:
         if session is None:
             session = _header(path, record)
         else:
-            _apply(path, number, session, record, calls)
+            _apply(path, number, session, record, calls, header)
     assert session is not None
     calls.finish(session)
     return session
@@ -217,7 +225,12 @@ def _header(path: str | os.PathLike[str], record: dict[str, Any]) -> Session:
 
 
 def _apply(
-    path: str | os.PathLike[str], number: int, session: Session, record: Any, calls: _Calls
+    path: str | os.PathLike[str],
+    number: int,
+    session: Session,
+    record: Any,
+    calls: _Calls,
+    header: bytes,
 ) -> None:
     kind = record.get("type")
     try:
@@ -235,8 +248,11 @@ def _apply(
                 calls.add(message, number)
             calls.close("the end of the compaction")
             session.messages[:] = messages
-        elif kind == "approval" and isinstance(record.get("tool"), str):
-            session.approvals.append((record["tool"], record.get("arguments")))
+        elif kind == "approval":
+            try:
+                session.approvals.append(decode_approval(header, record))
+            except ApprovalLineError as error:
+                log.warning("session_approval_refused", path=str(path), line=number, why=str(error))
         else:
             raise ValueError(f"unknown line type {kind!r}")
     except (ValueError, ValidationError) as error:

@@ -12,6 +12,10 @@ from mainspring_coding_tools import build_tools
 from mainspring.testing import EventRecorder, check_event_grammar, faux
 
 Survivors = Callable[[int], list[int]]
+
+OUTSIDE = "off"
+"""``bash_sandbox`` for tests that check a command's pids from here: unsandboxed, they are
+pids of this PID namespace (the sandbox's own test is in test_coding_tools_sandbox)."""
 Exited = Callable[[int], bool]
 
 
@@ -45,6 +49,7 @@ async def test_bash_timeout_kills_the_whole_process_group(
     (result,) = await coding_call(
         ("bash", {"command": "echo started; sleep 30 & echo $! > child.pid; wait"}),
         bash_timeout_s=0.5,
+        bash_sandbox=OUTSIDE,
     )
 
     assert time.monotonic() - started < 10
@@ -90,7 +95,9 @@ async def test_background_processes_end_with_the_command(
     started = time.monotonic()
 
     (result,) = await coding_call(
-        ("bash", {"command": "sleep 30 & echo $! > bg.pid; echo spawned"}), bash_timeout_s=20
+        ("bash", {"command": "sleep 30 & echo $! > bg.pid; echo spawned"}),
+        bash_timeout_s=20,
+        bash_sandbox=OUTSIDE,
     )
 
     assert time.monotonic() - started < 10  # not held open by the background sleep
@@ -102,7 +109,7 @@ async def test_abort_kills_the_running_command(
     coding_make_agent: Any, coding_survivors: Survivors
 ) -> None:
     steps = [faux.tool_call("bash", {"command": "sleep 30; echo never"}), faux.text("unused")]
-    agent, _ = coding_make_agent(steps)
+    agent, _ = coding_make_agent(steps, bash_sandbox=OUTSIDE)
     recorder = EventRecorder()
     agent.subscribe(recorder)
     groups: list[int] = []

@@ -55,6 +55,10 @@ ESCAPES = {
     "daemon": "{py} escapee.py daemon daemon {delay}",
 }
 
+OUTSIDE = "off"
+"""``bash_sandbox`` here: the escapees' pids are checked from this PID namespace (the
+sandboxed command's escapees are checked in test_coding_tools_sandbox)."""
+
 MARKER_WATCH_S = 0.6
 """How long the test watches for a marker after the call (past every escapee's delay)."""
 
@@ -91,7 +95,7 @@ def coding_escapees(coding_ws: Path, coding_exited: Exited) -> Callable[[], None
 async def test_processes_end_when_the_shell_exits(
     coding_call: Any, coding_escapees: Callable[[], None]
 ) -> None:
-    (result,) = await coding_call(("bash", {"command": _command("exit 0")}))
+    (result,) = await coding_call(("bash", {"command": _command("exit 0")}), bash_sandbox=OUTSIDE)
 
     assert result.text == "all up\n[exit code: 0]"
     coding_escapees()
@@ -101,7 +105,8 @@ async def test_processes_end_when_the_command_times_out(
     coding_call: Any, coding_escapees: Callable[[], None]
 ) -> None:
     (result,) = await coding_call(
-        ("bash", {"command": _command("sleep 30", delay_s=2.3), "timeout_s": 2})
+        ("bash", {"command": _command("sleep 30", delay_s=2.3), "timeout_s": 2}),
+        bash_sandbox=OUTSIDE,
     )
 
     assert result.details["timed_out"] is True
@@ -114,7 +119,8 @@ async def test_processes_end_when_the_run_is_aborted(
 ) -> None:
     os.mkfifo(coding_ws / "notify")
     command = _command("echo up > notify; sleep 30")
-    agent, _ = coding_make_agent([faux.tool_call("bash", {"command": command}), faux.text("x")])
+    steps = [faux.tool_call("bash", {"command": command}), faux.text("x")]
+    agent, _ = coding_make_agent(steps, bash_sandbox=OUTSIDE)
     recorder = EventRecorder()
     agent.subscribe(recorder)
     loop = asyncio.get_running_loop()
@@ -148,7 +154,7 @@ async def test_the_supervisor_survives_a_polite_kill_and_still_cleans_up(
         "grep -q supervisor /proc/$PPID/cmdline && kill $PPID; echo $?"
     )
 
-    (result,) = await coding_call(("bash", {"command": command}))
+    (result,) = await coding_call(("bash", {"command": command}), bash_sandbox=OUTSIDE)
 
     assert result.text == "0\n[exit code: 0]"
     for name in ("bg.pid", "bg2.pid"):

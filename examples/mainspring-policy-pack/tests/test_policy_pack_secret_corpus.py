@@ -1,17 +1,25 @@
-"""The default redaction patterns against a corpus of real-shaped secrets and of look-alike
+"""The default redaction against a corpus of real-shaped secrets and of look-alike
 non-secrets, generated deterministically (a fixed seed): no secret may get through, and
 at most 2% of the non-secrets may be redacted. The figures are printed (``pytest -s``).
 
 Each secret sample is a snippet as a tool would return it (a ``.env`` line, a config file,
 a command's output, a key file read from its second line, grep output...) with the
 secret values it holds; a sample leaks if any of them is still in the redacted text.
+Real private keys are made for the test (``ssh-keygen``: ed25519, RSA 2048 and 4096,
+ECDSA, in OpenSSH and PEM formats; ``cryptography``: PKCS#8 and EC PEM) and shown whole,
+from their second line, as ``grep -n`` and ``cat -n`` show them, and one line at a time.
+Structured ``details`` hold secrets under their keys' names, at any depth.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import random
+import shutil
 import string
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import mainspring_policy_pack
@@ -196,6 +204,156 @@ def _non_secrets(g: Gen) -> list[str]:
     return sorted(set(out))
 
 
+KEY_TYPES = [
+    ("ed25519", ["-t", "ed25519", "-C", "dev@host"]),
+    ("rsa2048", ["-t", "rsa", "-b", "2048", "-C", "dev@host"]),
+    ("rsa4096", ["-t", "rsa", "-b", "4096", "-C", "dev@host"]),
+    ("ecdsa", ["-t", "ecdsa", "-b", "256", "-C", "dev@host"]),
+    ("rsa2048_pem", ["-t", "rsa", "-b", "2048", "-m", "PEM", "-C", "dev@host"]),
+    ("ecdsa_pem", ["-t", "ecdsa", "-b", "384", "-m", "PEM", "-C", "dev@host"]),
+    # the comment's length moves the last line's padding: a few of each
+    *((f"ed25519_c{n}", ["-t", "ed25519", "-C", "u" * n]) for n in range(1, 7)),
+    *((f"ecdsa_c{n}", ["-t", "ecdsa", "-C", "u" * n]) for n in range(1, 5)),
+]
+
+
+def told_apart_alone(line: str) -> bool:
+    """Whether a key's line, read alone, can be told from a word (see the policy pack's
+    ``secrets`` module): 40 characters or more, or padded, or holding ``AAA`` (OpenSSH's
+    last line always does). A PEM key's last line can be shorter and unpadded (a PKCS#8 RSA
+    key's often is: 24 random characters, the end of its CRT coefficient); such lines are
+    sampled in context (the whole key, its tail, grep) but not alone. A last line of under
+    16 characters is an OpenSSH key's padding (``AQIDBA==``)."""
+    if len(line) < 16:
+        return False
+    return len(line) >= 40 or line.endswith("=") or "AAA" in line
+
+
+def _real_keys(directory: Path) -> list[tuple[str, str]]:
+    """``(name, text)`` of private keys made now; ``ssh-keygen`` or ``cryptography``
+    must be there (the test is skipped otherwise)."""
+    keys: list[tuple[str, str]] = []
+    if shutil.which("ssh-keygen"):
+        for name, args in KEY_TYPES:
+            path = directory / name
+            command = ["ssh-keygen", "-q", *args, "-N", "", "-f", str(path)]
+            subprocess.run(command, check=True, capture_output=True, timeout=120)
+            keys.append((name, path.read_text()))
+    try:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+    except ImportError:
+        pass
+    else:
+        pkcs8 = serialization.PrivateFormat.PKCS8
+        plain = serialization.NoEncryption()
+        pem = serialization.Encoding.PEM
+        made = {
+            "pkcs8_rsa": rsa.generate_private_key(65537, 2048),
+            "pkcs8_ed25519": ed25519.Ed25519PrivateKey.generate(),
+            "pkcs8_ec": ec.generate_private_key(ec.SECP256R1()),
+        }
+        for name, key in made.items():
+            keys.append((name, key.private_bytes(pem, pkcs8, plain).decode()))
+        traditional = serialization.PrivateFormat.TraditionalOpenSSL
+        sec1 = ec.generate_private_key(ec.SECP384R1()).private_bytes(pem, traditional, plain)
+        keys.append(("sec1_ec", sec1.decode()))
+    if not keys:
+        pytest.skip("neither ssh-keygen nor cryptography is available to make keys")
+    return keys
+
+
+def _key_samples(keys: list[tuple[str, str]]) -> list[Sample]:
+    """Each key whole, from line 2, its last lines (``tail -n 3``), ``grep -n``,
+    ``cat -n``, and every body line alone."""
+    out: list[Sample] = []
+    for name, text in keys:
+        lines = text.rstrip("\n").split("\n")
+        body = [line for line in lines if not line.startswith("-----")]
+        out.append((f"real_key_{name}", f"$ cat ~/.ssh/id\n{text}", body))
+        out.append((f"real_key_{name}_line_2", "\n".join(lines[1:]), body))
+        out.append((f"real_key_{name}_tail", "\n".join(lines[-3:]) + "\n", lines[-3:-1]))
+        grep = "\n".join(f"id_{name}:{n}:{line}" for n, line in enumerate(lines, 1))
+        out.append((f"real_key_{name}_grep", grep, body))
+        numbered = "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, 1))
+        out.append((f"real_key_{name}_cat_n", numbered, body))
+        for line in body:
+            if told_apart_alone(line):
+                out.append((f"real_key_{name}_one_line", line + "\n", [line]))
+    return out
+
+
+DETAIL_KEYS = [
+    "password",
+    "Password",
+    "PASSWD",
+    "token",
+    "accessToken",
+    "refresh_token",
+    "secret",
+    "client-secret",
+    "api_key",
+    "apiKey",
+    "X-Api-Key",
+    "authorization",
+    "Authorization",
+    "private_key",
+    "privateKey",
+]
+
+
+def _detail_samples(g: Gen) -> list[tuple[str, Any, list[str]]]:
+    """``details`` values holding secrets under secret-naming keys, flat and nested."""
+    out: list[tuple[str, Any, list[str]]] = []
+    for key in DETAIL_KEYS:
+        plain, number, words = g.alnum(12), g.rng.randint(100000, 999999), g.word() + g.alnum(5)
+        out.append((f"details_{key}", {key: plain, "user": "bob"}, [plain]))
+        out.append((f"details_{key}_nested", {"db": {"conn": [{key: words}]}}, [words]))
+        out.append((f"details_{key}_number", {"login": {key: number}}, [str(number)]))
+    return out
+
+
+def _detail_non_secrets(g: Gen) -> list[Any]:
+    """Look-alike ``details``: counts, flags, empty values, names that only contain a word."""
+    out: list[Any] = []
+    for _ in range(4):
+        n = g.rng.randint(1, 9999)
+        out += [
+            {"max_tokens": n, "tokens": {"input": n, "output": n + 1}},
+            {"password_length": n, "has_password": True, "token_count": n},
+            {"secret_santa": g.word(), "passwordless": True},
+            {"token": None, "password": "", "api_key": False},
+            {"tokenizer": g.word(), "authorization_url": f"https://{g.word()}.example/auth"},
+            {"exit_code": n % 256, "timed_out": False, "output_chars": n, "truncated": False},
+        ]
+    return out
+
+
+def _bare_look_alikes(g: Gen) -> list[str]:
+    """Single-token lines a key line must not be confused with."""
+    out: list[str] = []
+    for _ in range(6):
+        name = g.word()
+        out += [
+            f"usr/lib/{name}/Python{g.rng.randint(2, 3)}",
+            f"{name.title()}ServiceImpl{g.rng.randint(10, 99)}",
+            f"src/{name}/Main{g.rng.randint(1, 9)}",
+            g.hex(40),
+            f"{name.upper()}_{g.upper(6)}_V{g.rng.randint(1, 9)}",
+            f"{name}/{name}-{g.rng.randint(1, 9)}",
+            f"/home/{name.title()}/Projects{g.rng.randint(1, 99)}",
+        ]
+    phrases = ["Hello, World!", "release notes v2", "build 42 passed", "meeting at 10am"]
+    # base64 of plain text, alone on a line: a key's last line looks the same
+    out += [base64.b64encode(p.encode()).decode() for p in phrases]
+    return out
+
+
+@pytest.fixture(scope="module")
+def real_keys(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str]]:
+    return _real_keys(tmp_path_factory.mktemp("keys"))
+
+
 @pytest.fixture
 def policy_hooks(tmp_path: Any) -> Any:
     agent = Agent(
@@ -206,17 +364,31 @@ def policy_hooks(tmp_path: Any) -> Any:
         settings=Settings(plugin_options={"mainspring-policy-pack": {"workspace": str(tmp_path)}}),
     )
 
-    def redact(text: str) -> str:
-        result = mainspring_policy_pack.after_tool_result(ToolResult(text), agent)
-        return text if result is None else result.text
+    def redact(value: Any) -> Any:
+        """What the model and the records get of a result with this text, or these
+        ``details``: the redacted text, or the redacted details as JSON."""
+        text, details = (value, None) if isinstance(value, str) else ("", value)
+        original = ToolResult(text, details=details)
+        result = mainspring_policy_pack.after_tool_result(original, agent) or original
+        return result.text if isinstance(value, str) else json.dumps(result.details)
 
     return redact
 
 
-def test_no_secret_of_the_corpus_leaks_and_few_look_alikes_are_redacted(policy_hooks: Any) -> None:
-    secrets = _secrets(Gen(15))
-    non_secrets = _non_secrets(Gen(16))
-    assert len(secrets) >= 200 and len(non_secrets) >= 200
+def test_no_secret_of_the_corpus_leaks_and_few_look_alikes_are_redacted(
+    policy_hooks: Any, real_keys: list[tuple[str, str]]
+) -> None:
+    secrets: list[tuple[str, Any, list[str]]] = [
+        *_secrets(Gen(15)),
+        *_key_samples(real_keys),
+        *_detail_samples(Gen(17)),
+    ]
+    non_secrets: list[Any] = [
+        *_non_secrets(Gen(16)),
+        *_detail_non_secrets(Gen(18)),
+        *_bare_look_alikes(Gen(19)),
+    ]
+    assert len(secrets) >= 300 and len(non_secrets) >= 300
     assert len({family for family, _, _ in secrets}) >= 20
 
     leaked = [
@@ -224,12 +396,17 @@ def test_no_secret_of_the_corpus_leaks_and_few_look_alikes_are_redacted(policy_h
         for family, text, values in secrets
         if any(value in policy_hooks(text) for value in values)
     ]
-    redacted = [text for text in non_secrets if policy_hooks(text) != text]
+    unchanged = [json.dumps(v) if not isinstance(v, str) else v for v in non_secrets]
+    redacted = [
+        value
+        for value, shown in zip(non_secrets, unchanged, strict=True)
+        if policy_hooks(value) != shown
+    ]
 
     print(
-        f"\nredaction corpus: {len(leaked)} of {len(secrets)} secrets leaked; "
-        f"{len(redacted)} of {len(non_secrets)} non-secrets redacted "
-        f"({100 * len(redacted) / len(non_secrets):.1f}%)"
+        f"\nredaction corpus: {len(leaked)} of {len(secrets)} secrets leaked "
+        f"({len(real_keys)} real private keys); {len(redacted)} of {len(non_secrets)} "
+        f"non-secrets redacted ({100 * len(redacted) / len(non_secrets):.1f}%)"
     )
     assert leaked == []
-    assert len(redacted) <= 0.02 * len(non_secrets), sorted(set(redacted))
+    assert len(redacted) <= 0.02 * len(non_secrets), redacted

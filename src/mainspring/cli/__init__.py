@@ -22,6 +22,7 @@ from ..errors import PluginLoadError
 from ..kernel.agent import Agent
 from ..logs import configure_logging
 from ..plugins.otel import configure_command
+from ..providers.keys import guard_process_memory, take_api_keys
 from ..sessions import SessionFormatError
 from ..settings import load_settings
 from .approve import TerminalApprover, approval_mode
@@ -265,10 +266,7 @@ def _report_remembered(agent: Agent) -> None:
     """One stderr line naming the approvals a resumed session remembers."""
     remembered = agent.remembered_approvals
     if remembered:
-        shown = [
-            f"{item.tool_name} ({'every call' if item.arguments is None else 'these arguments'})"
-            for item in remembered
-        ]
+        shown = [item.describe() for item in remembered]
         print(f"mainspring: remembered approvals: {', '.join(shown)}", file=sys.stderr, flush=True)
 
 
@@ -342,6 +340,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_OK
     args = parser.parse_args(normalised(given, parser, commands))
     configure_logging(args.log_level, args.log_json)
+    # the keys leave the environment before any plugin or tool runs; see providers.keys
+    take_api_keys()
+    guard_process_memory()
     if args.command == "new-plugin":
         return new_plugin_command(args.name, args.directory)
     if args.command == "run":

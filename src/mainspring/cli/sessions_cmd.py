@@ -21,6 +21,7 @@ import secrets
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..data_directory import data_dir
 from ..sessions import SessionAccessError, SessionFormatError, read_session
 from .errors import usage_error
 
@@ -36,17 +37,6 @@ __all__ = [
 
 _TITLE = 60
 """Characters of a conversation's first prompt shown in the list."""
-
-
-def data_dir(environ: dict[str, str] | None = None) -> Path:
-    """The user's data directory for mainspring: ``$MAINSPRING_DATA_DIR``, else
-    ``$XDG_DATA_HOME/mainspring``, else ``~/.local/share/mainspring``. Not created here."""
-    env = os.environ if environ is None else environ
-    chosen = env.get("MAINSPRING_DATA_DIR")
-    if chosen:
-        return Path(chosen)
-    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "mainspring"
 
 
 def sessions_dir(environ: dict[str, str] | None = None) -> Path:

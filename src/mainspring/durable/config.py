@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
+
+from ..data_directory import data_dir
 
 __all__ = [
     "APP_NAME",
@@ -35,16 +36,6 @@ steps a run takes, in which order: DBOS then leaves runs of the old version to w
 of the old version instead of replaying them against different code."""
 DEFAULT_QUEUE = "mainspring"
 WORKFLOW_NAME = "mainspring.run"
-
-
-def data_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The user's data directory for mainspring (not created here)."""
-    env = os.environ if environ is None else environ
-    chosen = env.get("MAINSPRING_DATA_DIR")
-    if chosen:
-        return Path(chosen).expanduser()
-    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "mainspring"
 
 
 def database_url(url: str | None = None, environ: Mapping[str, str] | None = None) -> str:

@@ -6,9 +6,14 @@ at once. The others are decided together: each ``request_approval`` implementati
 turn is asked about the calls still undecided (first answer wins), and, when
 ``settings.approvals.api`` is on, ``agent.approve()`` may answer at any time until
 ``settings.approvals.timeout_s`` has passed since the batch was asked. What is still
-undecided then is blocked. Everything fails closed: an approver that raises or times out
-blocks the calls it was asked about; no approver at all blocks at once. An abort while
-waiting settles at once (the waits run under the run's guard).
+undecided then is blocked. Everything fails closed: only ``allow`` that is ``True``
+itself allows; an approver that raises or times out blocks the calls it was asked about;
+no approver at all blocks at once. An abort while waiting settles at once (the waits run
+under the run's guard).
+
+An allowed call is remembered as its answer says (:class:`Remembered`): its exact
+arguments, an argument's prefix or glob (:mod:`mainspring.approval_scopes`), or the
+whole tool.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
+from ..approval_scopes import ArgumentScope, same_arguments
 from ..errors import Approval, ApprovalRequest, HookError, HookTimeoutError
 from ..messages import thaw
 
@@ -26,7 +32,7 @@ if TYPE_CHECKING:
     from .events import DecidedBy
     from .run import Run
 
-__all__ = ["Decision", "PendingApprovals", "Remembered", "decide_approvals"]
+__all__ = ["Decision", "PendingApprovals", "Remembered", "decide_approvals", "remembrance"]
 
 
 @final
@@ -39,22 +45,55 @@ class Decision:
     plugin: str | None
     reason: str | None
     remember: str | None = None
+    argument: str | None = None
+    pattern: str | None = None
 
 
 @final
 @dataclass(frozen=True, slots=True)
 class Remembered:
-    """An approval kept for the rest of the session: a tool, or a tool with arguments."""
+    """An approval kept for the rest of the session: which calls of a tool it allows."""
 
     tool_name: str
     arguments: Any = None
-    """``None``: every call of the tool; else the exact (thawed) arguments."""
+    """``None``: every call of the tool; an :class:`ArgumentScope`: the calls it covers;
+    else the exact (thawed) arguments."""
 
     def covers(self, request: ApprovalRequest) -> bool:
         """Whether this approval allows ``request``."""
         if request.tool_name != self.tool_name:
             return False
-        return self.arguments is None or thaw(request.arguments) == self.arguments
+        if self.arguments is None:
+            return True
+        if isinstance(self.arguments, ArgumentScope):
+            return self.arguments.covers(thaw(request.arguments))
+        return same_arguments(thaw(request.arguments), self.arguments)
+
+    def describe(self) -> str:
+        """Which calls are allowed, in words: ``bash (calls whose command ...)``."""
+        if self.arguments is None:
+            return f"{self.tool_name} (every call)"
+        if isinstance(self.arguments, ArgumentScope):
+            return f"{self.tool_name} ({self.arguments.describe()})"
+        return f"{self.tool_name} (these exact arguments)"
+
+
+def remembrance(tool_name: str, arguments: Any, decision: Decision) -> Remembered:
+    """What to remember of an allowed call (thawed ``arguments``) its ``decision`` remembers.
+
+    Raises ``ValueError`` when a prefix or glob scope does not cover the call itself, or
+    the decision's scope is not one :class:`~mainspring.Approval` can make (a value forged
+    past its constructor).
+    """
+    kind, argument, pattern = decision.remember, decision.argument, decision.pattern
+    if kind == "tool":
+        return Remembered(tool_name)
+    if kind == "call":
+        return Remembered(tool_name, arguments)
+    if kind in ("prefix", "glob") and isinstance(argument, str) and isinstance(pattern, str):
+        scope = ArgumentScope.of_call(kind, argument, pattern, arguments)  # type: ignore[arg-type]
+        return Remembered(tool_name, scope)
+    raise ValueError(f"remember={kind!r} with argument={argument!r}, pattern={pattern!r}")
 
 
 @final
@@ -97,13 +136,11 @@ class PendingApprovals:
 
 
 def _answer(approval: Approval, decided_by: DecidedBy, plugin: str | None) -> Decision:
-    return Decision(
-        approval.allow,
-        decided_by,
-        plugin,
-        approval.reason,
-        approval.remember if approval.allow else None,
-    )
+    allow = approval.allow is True  # fails closed, whatever got past the constructor
+    if not allow:
+        return Decision(False, decided_by, plugin, approval.reason)
+    remember, argument, pattern = approval.remember, approval.argument, approval.pattern
+    return Decision(True, decided_by, plugin, approval.reason, remember, argument, pattern)
 
 
 def remembered(run: Run, request: ApprovalRequest) -> bool:
@@ -169,6 +206,8 @@ def approval_from_api(
     """``agent.approve()``: answer a waiting call, or raise ``ValueError`` saying why not."""
     if pending is None or call_id not in pending.requests:
         raise ValueError(f"no tool call {call_id!r} is waiting for approval")
+    if type(allow) is not bool:
+        raise ValueError(f"allow must be True or False, not {allow!r}")
     if remember not in (None, "tool", "call"):
         raise ValueError(f'remember must be None, "tool" or "call", not {remember!r}')
     approval = Approval(allow, reason, remember)  # type: ignore[arg-type]

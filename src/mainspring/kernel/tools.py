@@ -34,7 +34,7 @@ from ..messages import (
     thaw,
 )
 from ..tools import Tool, ToolArgumentsError, ToolResult
-from .approvals import PendingApprovals, Remembered, decide_approvals, remembered
+from .approvals import Decision, PendingApprovals, decide_approvals, remembered, remembrance
 from .events import (
     ToolApprovalRequest,
     ToolDecision,
@@ -214,9 +214,14 @@ async def _approve(run: Run, batch: list[_Prepared]) -> list[_Prepared]:
             continue
         call = prepared.call
         decision = decisions[call.id]
-        if decision.remember is not None:
-            arguments = None if decision.remember == "tool" else thaw(call.arguments)
-            run.core.remembered_approvals.append(Remembered(call.name, arguments))
+        if decision.allow and decision.remember is not None:
+            try:
+                kept = remembrance(call.name, thaw(call.arguments), decision)
+            except ValueError as error:  # a scope the call is outside of: fail closed
+                reason = f"the approval asked to remember a scope that does not fit: {error}"
+                decision = Decision(False, decision.decided_by, decision.plugin, reason)
+            else:
+                run.core.remembered_approvals.append(kept)
         await run.emit(
             ToolDecision,
             tool_call_id=call.id,

@@ -23,6 +23,10 @@ Inactive unless ``settings.session_path`` is set (``Agent.from_session`` sets it
   holds the lock, the writer raises :class:`~mainspring.sessions.SessionConflictError` and
   the run fails before anything is sent: the other writer's conversation is never
   spliced with this one. That is the only way the writer fails a run.
+- **Approvals sealed.** Each approval remembered during a run is one line sealed to the
+  file's header with a keyed digest (:mod:`mainspring.session_approvals`). When the key
+  can be neither read nor made, the approval is not written (logged at ERROR): the
+  session goes on, and a resumed one does not remember it.
 - **Never fails a run otherwise.** Values that are not JSON-able are described
   (:func:`~mainspring.sessions.encode_message`). A write that fails (a full disk, a
   removed directory) is logged at ERROR with the path, the partial line is cut off, and
@@ -44,6 +48,7 @@ from typing import Any
 from ..hooks.plan import observes_when
 from ..hookspecs import hookimpl
 from ..logs import get_logger
+from ..session_approvals import encode_approval
 from ..session_files import FileState, claim_for, file_state, inspect_session, try_lock
 from ..sessions import (
     SessionConflictError,
@@ -77,6 +82,8 @@ class _Writer:
     missed_compaction: bool = False
     approvals: int = 0
     """How many of the agent's remembered approvals are in the file."""
+    header: bytes = b""
+    """The file's header line (approval lines are sealed to it)."""
 
 
 _writers: weakref.WeakKeyDictionary[Any, _Writer] = weakref.WeakKeyDictionary()
@@ -155,8 +162,10 @@ def _begin(agent: Any, writer: _Writer) -> None:
     if now.st_size == 0:
         state = agent.state
         records.append(header_record(state.model.ref, state.system_prompt))
+        writer.header = _encode_line(records[0])[:-1]
         records += [_message(message) for message in messages]
     else:
+        writer.header = _first_line(file.fileno(), now.st_size)
         _mend_tail(writer, now.st_size)
         if writer.missed_compaction:
             records.append(_compaction(messages))
@@ -167,6 +176,20 @@ def _begin(agent: Any, writer: _Writer) -> None:
     if records and _append(writer, records):
         writer.recorded = len(messages)
         writer.last = messages[-1] if messages else None
+
+
+def _first_line(fd: int, size: int) -> bytes:
+    """The first line of the file (without its newline)."""
+    line = b""
+    while len(line) < size:
+        chunk = os.pread(fd, min(_CHUNK, size - len(line)), len(line))
+        if not chunk:
+            break
+        end = chunk.find(b"\n")
+        if end >= 0:
+            return line + chunk[:end]
+        line += chunk
+    return line
 
 
 def _read_all(file: io.FileIO, size: int) -> bytes:
@@ -220,8 +243,8 @@ def _message(message: Any) -> dict[str, Any]:
     return {"type": "message", "message": encode_message(message)}
 
 
-def _approval(remembered: Any) -> dict[str, Any]:
-    return {"type": "approval", "tool": remembered.tool_name, "arguments": remembered.arguments}
+def _approval(writer: _Writer, remembered: Any) -> dict[str, Any]:
+    return encode_approval(writer.header, remembered.tool_name, remembered.arguments)
 
 
 def _compaction(messages: Any) -> dict[str, Any]:
@@ -304,9 +327,14 @@ def on_event(event: Any, agent: Any) -> None:
         elif kind == "tool_decision":
             remembered = agent.remembered_approvals
             if len(remembered) > writer.approvals:
-                records = [_approval(item) for item in remembered[writer.approvals :]]
-                if _append(writer, records):
+                try:
+                    records = [_approval(writer, item) for item in remembered[writer.approvals :]]
+                except (OSError, ValueError) as error:  # no key: the approvals stay unwritten
                     writer.approvals = len(remembered)
+                    log.error("session_approval_not_sealed", path=writer.path, error=str(error))
+                else:
+                    if _append(writer, records):
+                        writer.approvals = len(remembered)
         elif kind == "compaction_end":
             if event.error is None:
                 messages = agent.state.messages

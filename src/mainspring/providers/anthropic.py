@@ -70,6 +70,7 @@ from .http import (
     decode_event_json,
     error_from_payload,
 )
+from .keys import api_key as env_api_key
 from .keys import missing_key
 from .sse import SSEEvent
 
@@ -135,7 +136,7 @@ class AnthropicProvider(HTTPProvider):
             base_url=without_api_version(
                 base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL
             ),
-            api_key=api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"),
+            api_key=api_key if api_key is not None else env_api_key("ANTHROPIC_API_KEY"),
             options=options,
             timeout=timeout,
             transport=transport,

@@ -66,6 +66,7 @@ from .http import (
     decode_event_json,
     error_from_payload,
 )
+from .keys import api_key as env_api_key
 from .keys import missing_key
 from .sse import SSEEvent
 
@@ -121,7 +122,7 @@ class OpenAIProvider(HTTPProvider):
             base_url=with_api_version(
                 base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
             ),
-            api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"),
+            api_key=api_key if api_key is not None else env_api_key("OPENAI_API_KEY"),
             options=options,
             timeout=timeout,
             transport=transport,

@@ -10,7 +10,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .environment import never_passed
+from .sandbox import SandboxMode
 
 __all__ = ["WORKSPACE_ENV", "CodingToolsOptions", "parse_options"]
 
@@ -40,6 +43,11 @@ class CodingToolsOptions(BaseModel):
       with ``*`` (``"PYTHON*"``). A name that looks like a secret (``*_KEY``, ``*_TOKEN``,
       ``*_SECRET*``, ``*PASSWORD*``, ``*_CREDENTIALS``…) passes only when it is listed
       exactly, never through a pattern.
+      Names of the agent's configuration (``MAINSPRING_*``), database URLs and ``HOME``
+      are refused.
+    - ``bash_sandbox``: ``"auto"`` (default), ``"namespaces"`` or ``"off"``: whether a
+      command runs in its own PID and mount namespace (see
+      :mod:`mainspring_coding_tools.sandbox`).
     - ``file_timeout_s``: the longest one ``read``, ``write``, ``edit``, ``ls`` or ``grep``
       call may run (30 s); past it the call stops with an error result.
     - ``allow_hard_links``: let ``read``, ``edit`` and ``grep`` open regular files that
@@ -61,8 +69,20 @@ class CodingToolsOptions(BaseModel):
     bash_max_output_chars: int = Field(default=30_000, ge=100)
     shell: str | None = None
     bash_env_passthrough: tuple[str, ...] = ()
+    bash_sandbox: SandboxMode = "auto"
     file_timeout_s: float = Field(default=30.0, gt=0)
     allow_hard_links: bool = False
+
+    @field_validator("bash_env_passthrough")
+    @classmethod
+    def _passable(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        refused = [name for name in names if never_passed(name)]
+        if refused:
+            raise ValueError(
+                f"{', '.join(refused)}: the agent's configuration (MAINSPRING_*), database "
+                "URLs and HOME are never passed to a command"
+            )
+        return names
 
     def workspace_root(self, environ: Mapping[str, str] | None = None) -> str:
         """The configured workspace, else ``$MAINSPRING_WORKSPACE``, else the cwd."""

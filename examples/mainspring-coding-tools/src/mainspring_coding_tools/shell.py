@@ -5,6 +5,8 @@
   output, under a *supervisor* process (:mod:`mainspring_coding_tools.supervisor`).
 - Its environment is scrubbed (:mod:`mainspring_coding_tools.environment`): an allowlist
   plus the ``bash_env_passthrough`` option; the agent's secrets are not passed.
+- When sandboxed (:mod:`mainspring_coding_tools.sandbox`), the supervisor runs in a PID and
+  mount namespace of its own: the command cannot see the agent's processes at all.
 - Every process the command starts ends with the call. The supervisor is a child
   subreaper: daemons (``setsid cmd &``, ``setsid -f``, a double fork, ``timeout N cmd &``,
   ``setpgid``) stay its descendants, and when the shell exits, the timeout passes, the run
@@ -17,7 +19,8 @@
   result, and ``details`` carries ``exit_code``, ``timed_out``, ``output_chars`` and
   ``truncated`` for programs.
 - Progress: one ``ctx.update({"pid": ...})`` when the shell has started (its pid, which is
-  also its process group id), so a UI can show it is running. Output is deliberately not
+  also its process group id; sandboxed, the pid inside the namespace), so a UI can show it
+  is running. Output is deliberately not
   streamed in updates: updates go to event listeners and logs without passing
   ``after_tool_result`` filters, so streaming it could leak what a redacting policy
   removes from the result.
@@ -35,7 +38,7 @@ import os
 import signal as signals
 import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,8 +156,15 @@ async def run_command(
     timeout_s: float,
     max_output_chars: int,
     ctx: ToolContext,
+    sandbox: Sequence[str] = (),
+    hidden: Sequence[str] = (),
 ) -> ToolResult:
-    """Run ``command`` (see the module docs); never leaves a process behind."""
+    """Run ``command`` (see the module docs); never leaves a process behind.
+
+    ``sandbox`` is the argv prefix that runs the supervisor sandboxed
+    (:func:`~mainspring_coding_tools.sandbox.sandbox_command`), empty for none; sandboxed,
+    the directories ``hidden`` are covered by an empty one for the command.
+    """
     if ctx.signal.aborted:
         return ToolResult.error("Not run: the run was aborted")
     loop = asyncio.get_running_loop()
@@ -163,12 +173,14 @@ async def run_command(
     try:
         transport, collector = await loop.subprocess_exec(
             lambda: _Collector(buffer, loop),
+            *sandbox,
             sys.executable,
             "-I",
             "-S",
             SUPERVISOR,
             shell,
             command,
+            *(hidden if sandbox else ()),
             cwd=cwd,
             env=dict(env),
             stdin=theirs.fileno(),
@@ -193,7 +205,10 @@ async def run_command(
             timed_out = not was_aborted
     finally:
         aborted.cancel()
-        await _end(transport.get_pid(), writer, listening, collector, report)
+        # sandboxed, the shell's pid is one of the namespace's: not to be killed from here
+        # (killing the supervisor ends the namespace, and everything in it, anyway)
+        shell_group = None if sandbox else report.shell_pid
+        await _end(transport.get_pid(), writer, listening, collector, report, shell_group)
         transport.close()
     return _result(buffer, report, timeout_s, timed_out, was_aborted)
 
@@ -204,6 +219,7 @@ async def _end(
     listening: asyncio.Future[None],
     collector: _Collector,
     report: _Report,
+    shell_group: int | None,
 ) -> None:
     """Have the supervisor end everything (if it has not already), then wait for it and
     the output; kill what can be found if it does not answer."""
@@ -214,8 +230,8 @@ async def _end(
     if report.final is None:
         # the supervisor was killed, or is stuck: end what is reachable
         _kill_group(supervisor_pid)
-        if report.shell_pid is not None:
-            _kill_group(report.shell_pid)
+        if shell_group is not None:
+            _kill_group(shell_group)
     listening.cancel()
     await asyncio.wait({collector.exited}, timeout=_STOP_S)
     await asyncio.wait({collector.output_closed}, timeout=_DRAIN_S)

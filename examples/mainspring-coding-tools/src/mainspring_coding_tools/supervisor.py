@@ -26,6 +26,14 @@ running then survives: only OS-level isolation (a cgroup, a container) closes th
 
 Without a subreaper (not Linux) it kills the shell's process group only.
 
+Run sandboxed (:mod:`mainspring_coding_tools.sandbox`), it is the first process of a new
+PID namespace (pid 1): it first covers each directory named after the command (``argv[3:]``,
+the agent's data directory) with an empty read-only ``tmpfs`` in its mount namespace, then
+drops every capability from its bounding set before it starts the shell, so nothing the
+command runs can regain one (to unmount the namespace's ``/proc`` or those covers, say);
+and when it exits, the kernel kills whatever is left in the namespace. If a directory
+cannot be covered, or a capability dropped, the command is not run (``error`` report).
+
 This file runs as a script (``python -I -S supervisor.py <shell> <command>``) and imports
 nothing but the standard library.
 """
@@ -34,12 +42,16 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import select
 import signal
 import sys
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_CAPBSET_DROP = 24
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_LAST_CAPABILITY = 63
 _CONTROL = 0
 _ROUND_WAIT_S = 0.05
 """The longest one cleaning round waits for a child to exit before it looks again."""
@@ -54,6 +66,38 @@ def become_subreaper() -> bool:
         return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
+
+
+def report(line: str) -> None:
+    """Send one protocol line to the agent (see the module docs)."""
+    with contextlib.suppress(OSError):
+        os.write(_CONTROL, f"{line}\n".encode())
+
+
+def cover(directory: str) -> str | None:
+    """Mount an empty read-only ``tmpfs`` over ``directory``; why not, or ``None``."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError as error:
+        return str(error)
+    flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    target = os.fsencode(directory)
+    if libc.mount(b"tmpfs", target, b"tmpfs", flags, b"size=4k,mode=0500") != 0:
+        return os.strerror(ctypes.get_errno())
+    return None
+
+
+def drop_capabilities() -> bool:
+    """Drop every capability from the bounding set (Linux); whether all went."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return False
+    for capability in range(_LAST_CAPABILITY + 1):
+        if libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+            # EINVAL past the last capability this kernel knows: all dropped
+            return capability > 0 and ctypes.get_errno() == errno.EINVAL
+    return True
 
 
 def descendants(root: int) -> list[int]:
@@ -88,6 +132,7 @@ class Supervisor:
         self.shell = shell
         self.command = command
         self.subreaper = become_subreaper()
+        self.sandboxed = os.getpid() == 1 and drop_capabilities()
         self.shell_pid = 0
         self.shell_status: int | None = None
         self._wake_read, wake_write = os.pipe()
@@ -99,8 +144,7 @@ class Supervisor:
             signal.signal(number, lambda *_: None)
 
     def report(self, line: str) -> None:
-        with contextlib.suppress(OSError):
-            os.write(_CONTROL, f"{line}\n".encode())
+        report(line)
 
     def start(self) -> None:
         """Start the shell; ``OSError`` if it cannot be."""
@@ -171,8 +215,18 @@ class Supervisor:
 
 
 def main(argv: list[str]) -> int:
-    """Run ``argv[1] -c argv[2]`` under supervision; the exit code is always 0."""
+    """Run ``argv[1] -c argv[2]`` under supervision, sandboxed: with ``argv[3:]``
+    covered; the exit code is always 0."""
+    if os.getpid() == 1:
+        for directory in argv[3:]:
+            why = cover(directory)
+            if why is not None:
+                report(f"error the sandbox could not hide {directory}: {why}")
+                return 0
     supervisor = Supervisor(argv[1], argv[2])
+    if os.getpid() == 1 and not supervisor.sandboxed:
+        supervisor.report("error the sandbox could not drop its capabilities")
+        return 0
     try:
         supervisor.start()
     except OSError as error:

@@ -42,11 +42,13 @@ from typing import Annotated
 from pydantic import Field
 
 from mainspring import Tool, ToolContext, ToolResult, tool
+from mainspring.providers.keys import guard_process_memory
 
 from .deadline import Deadline
 from .environment import command_environment
 from .files import edit_file, list_directory, read_file, write_file
 from .options import CodingToolsOptions
+from .sandbox import hidden_directories, sandbox_command
 from .search import grep_files
 from .shell import run_command
 from .workspace import ToolFailure, Workspace
@@ -78,10 +80,15 @@ def build_tools(
 ) -> list[Tool]:
     """The coding tools, rooted in `workspace` (an existing directory).
 
-    Raises `ValueError` if `workspace` is not an existing directory.
+    Raises `ValueError` if `workspace` is not an existing directory, or if the
+    `bash_sandbox` option requires namespaces the system does not allow. Building them
+    clears the process's dumpable flag (`guard_process_memory`): `bash` commands run as
+    the same user then cannot read the agent's memory or initial environment.
     """
     ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
     opts = options or CodingToolsOptions()
+    sandbox = sandbox_command(opts.bash_sandbox)
+    guard_process_memory()
     backstop_s = opts.file_timeout_s + _BACKSTOP_S
 
     def deadline(what: str, ctx: ToolContext | None = None) -> Deadline:
@@ -207,8 +214,9 @@ def build_tools(
             "Run a shell command in the workspace root (its working directory) and return "
             "its combined stdout and stderr and its exit code. Standard input is empty, so "
             "nothing interactive works, and the environment holds only basic variables "
-            "(PATH, HOME, LANG...). Background processes do not outlive the call. The "
-            "command is killed, with every process it started, "
+            "(PATH, HOME, LANG...); HOME is a scratch directory, not the user's home. "
+            "Background processes do not outlive the call. The command is killed, with "
+            "every process it started, "
             f"after {opts.bash_timeout_s:g} s unless a timeout is given (at most "
             f"{opts.bash_max_timeout_s:g} s); output beyond {opts.bash_max_output_chars} "
             "characters is cut in the middle."
@@ -229,7 +237,9 @@ def build_tools(
             command,
             cwd=str(ws.root),
             shell=opts.shell_path(),
-            env=command_environment(os.environ, opts.bash_env_passthrough, str(ws.root)),
+            env=command_environment(os.environ, opts.bash_env_passthrough),
+            sandbox=sandbox,
+            hidden=hidden_directories(ws.root) if sandbox else (),
             timeout_s=opts.bash_timeout_s if timeout_s is None else timeout_s,
             max_output_chars=opts.bash_max_output_chars,
             ctx=ctx,

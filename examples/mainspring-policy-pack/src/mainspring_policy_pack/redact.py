@@ -24,6 +24,13 @@ and session files, not the way they print, so that no field is skipped:
   *all* its fields (``repr=False`` ones too); when either holds a secret it becomes the
   redacted plain data (a dict) in its place;
 - ``None``, booleans, numbers, dates, times, UUIDs and decimals are kept;
+- the value of a mapping key that names a secret (:data:`SECRET_KEYS`: ``password``,
+  ``passwd``, ``token``, ``secret``, ``api_key``, ``authorization``, ``private_key``,
+  compared case-insensitively, ``camelCase`` and ``kebab-case`` read as ``snake_case``,
+  alone or as the last part of a longer key: ``db_password``, ``accessToken``,
+  ``X-Api-Key``) is replaced whole by ``[REDACTED:<key>]``, at any depth, whatever it is
+  (a string, a number, a list, a mapping), unless it is ``None``, a boolean or an empty
+  string;
 - anything else (an object that is not plain data, a model that cannot be dumped, a cycle,
   nesting deeper than :data:`MAX_DEPTH`) cannot be inspected, so it is replaced by a
   description (``<object of type X withheld: ...>``) rather than passed on unread.
@@ -40,6 +47,7 @@ import datetime
 import decimal
 import enum
 import os
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -56,15 +64,39 @@ from mainspring import (
 )
 
 from .config import RedactionRule
-from .secrets import TextRedactor
+from .secrets import MARKER_PREFIX, TextRedactor
 
-__all__ = ["MAX_DEPTH", "Redactor"]
+__all__ = ["MAX_DEPTH", "SECRET_KEYS", "Redactor", "secret_key_kind"]
 
 MAX_DEPTH = 100
 """Nesting deeper than this is withheld rather than walked."""
 
+SECRET_KEYS = ("password", "passwd", "token", "secret", "api_key", "authorization", "private_key")
+"""Names of mapping keys whose values are secrets (see the module)."""
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS = re.compile(r"[^a-z0-9]+")
+_MARKER = re.compile(re.escape(MARKER_PREFIX) + r"[A-Za-z0-9_]+\]")
+_LONGEST_KEY = 200
+"""Longer mapping keys are not names (and are not split)."""
+
 _KEPT = (bool, int, float, complex, datetime.date, datetime.time, datetime.timedelta)
 _KEPT_TOO = (uuid.UUID, decimal.Decimal)
+
+
+def secret_key_kind(key: Any) -> str | None:
+    """The :data:`SECRET_KEYS` name a mapping ``key`` ends in, or ``None``."""
+    if not isinstance(key, str) or len(key) > _LONGEST_KEY:
+        return None
+    snake = _SEPARATORS.sub("_", _CAMEL.sub("_", key).lower()).strip("_")
+    for name in SECRET_KEYS:
+        if snake == name or snake.endswith("_" + name):
+            return name
+    return None
+
+
+def _secret_value(value: Any) -> bool:
+    return not (value is None or isinstance(value, bool) or (isinstance(value, str) and not value))
 
 
 def _withheld(value: Any, why: str) -> str:
@@ -118,7 +150,9 @@ class Redactor:
     def _container(self, value: Any, depth: int, path: set[int]) -> Any:
         walk = self._walk
         if isinstance(value, dict):
-            pairs = [(walk(k, depth, path), walk(v, depth, path)) for k, v in value.items()]
+            pairs = [
+                (walk(k, depth, path), self._item(k, v, depth, path)) for k, v in value.items()
+            ]
             originals = value.items()
             if all(nk is k and nv is v for (nk, nv), (k, v) in zip(pairs, originals, strict=True)):
                 return value
@@ -147,6 +181,17 @@ class Redactor:
             cleaned = walk(fields, depth, path)
             return value if cleaned is fields else cleaned
         return _withheld(value, "mainspring-policy-pack cannot look inside it for secrets")
+
+    def _item(self, key: Any, value: Any, depth: int, path: set[int]) -> Any:
+        """A mapping's ``value`` under ``key``: withheld whole when the key names a secret
+        (a value the rules replaced whole keeps their more telling marker)."""
+        walked = self._walk(value, depth, path)
+        kind = secret_key_kind(key)
+        if kind is None or not _secret_value(value):
+            return walked
+        if isinstance(walked, str) and _MARKER.fullmatch(walked):
+            return walked
+        return f"{MARKER_PREFIX}{kind}]"
 
     def result(self, result: ToolResult) -> ToolResult | None:
         """A redacted copy of ``result``, or ``None`` if it holds no secret."""

@@ -13,6 +13,25 @@ whole match):
 - ``"assignment"``: :func:`plausible_value`, which leaves code and placeholders alone;
 - ``"random"``: :func:`looks_random`, for shapes (such as a line of base64) that are
   secrets only when their characters are random.
+
+After the rules, when the policy has a rule of kind ``private_key``, the lines of **key
+material** a rule cannot see one line at a time are redacted too (:func:`key_material`):
+a private key's body lines are base64 of a fixed width (64 for PEM, 70 for OpenSSH), but
+its first OpenSSH line is mostly ``A`` (not random), its last line is short, and a grep
+or ``sed -n 5p`` shows any of them alone. So a base64 line (after an optional grep
+``file:2:`` / ``file-2-`` or numbered ``    2<TAB>`` prefix) is key material when it
+
+- is alone and is an OpenSSH key's first line (``b3BlbnNzaC1rZXktdjE``…, "openssh-key-v1")
+  or exactly 64 or 70 characters long (a key's full line), or, 16 to 100 characters with
+  upper and lower case letters and digits, ends in ``=`` padding or holds ``AAA`` (the
+  zero bytes of an OpenSSH length field): a key's last line;
+- or belongs to a run of consecutive base64 lines (short ones too, such as an OpenSSH
+  key's padding line ``AQIDBA==``) that holds a line of the kinds above, or that touches
+  a line a rule redacted as a private key or a key's ``-----END ... PRIVATE KEY-----``
+  line: every base64 line of the run is then redacted.
+
+A key's last line read alone (``sed -n 27p``) that is shorter than 40 characters, has no
+padding and no ``AAA`` is not told from a word: PEM keys can have one.
 """
 
 from __future__ import annotations
@@ -25,7 +44,14 @@ from typing import Any
 
 from .config import RedactionRule
 
-__all__ = ["MARKER_PREFIX", "TextRedactor", "looks_random", "plausible_value"]
+__all__ = [
+    "KEY_MATERIAL_KIND",
+    "MARKER_PREFIX",
+    "TextRedactor",
+    "key_material",
+    "looks_random",
+    "plausible_value",
+]
 
 MARKER_PREFIX = "[REDACTED:"
 """How every replacement starts (``[REDACTED:<kind>]``)."""
@@ -99,6 +125,101 @@ def looks_random(value: str) -> bool:
     return entropy >= 4.0
 
 
+KEY_MATERIAL_KIND = "private_key"
+"""The kind of the rules whose presence turns :func:`key_material` on, and its marker's."""
+
+_KEY_LINE = re.compile(
+    r"(?P<prefix>[ \t]*(?:[^\s:]*[:-](?:\d+[:-])?|\d+\t)?[ \t]*)"
+    r"(?P<body>[A-Za-z0-9+/]{2,100}={0,2})\r?"
+)
+_END_LINE = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_KEY_WIDTHS = (64, 70)
+_SHORTEST_ALONE = 16
+_OPENSSH_MAGIC = "b3BlbnNzaC1rZXktdjE"
+_KEY_MARKER = f"{MARKER_PREFIX}{KEY_MATERIAL_KIND}]"
+
+
+_LONGEST_KEY_LINE = 400
+"""Longer lines are never key material (a grep prefix and a body fit well within): the
+one Python pattern here runs on short lines only, so the time stays linear."""
+
+
+def _key_body(line: str) -> tuple[str, str] | None:
+    """``(prefix, body)`` of a line that is only base64 (after a grep or number prefix);
+    a short one only when it looks like an OpenSSH key's padding line (padded, or no
+    lower-case letter: ``AQIDBA==``, ``AQIDBAUG``), not like a word (``end``)."""
+    if len(line) > _LONGEST_KEY_LINE:
+        return None
+    match = _KEY_LINE.fullmatch(line)
+    if match is None:
+        return None
+    body = match["body"]
+    if len(body) < _SHORTEST_ALONE and not (
+        len(body) >= 4 and (body.endswith("=") or not any(c.islower() for c in body))
+    ):
+        return None
+    return match["prefix"], body
+
+
+def _alone_is_key(body: str) -> bool:
+    if len(body) < _SHORTEST_ALONE:
+        return False  # only in a run (an OpenSSH key's padding, ``AQIDBA==``)
+    if body.startswith(_OPENSSH_MAGIC):
+        return True
+    if len(body) in _KEY_WIDTHS:
+        return True
+    mixed = (
+        any(c.isupper() for c in body)
+        and any(c.islower() for c in body)
+        and any(c.isdigit() for c in body)
+    )
+    # a key's last line: padded, or holding the zero bytes of an OpenSSH length field
+    return mixed and (body.endswith("=") or "AAA" in body)
+
+
+def _keyed_line(line: str) -> bool:
+    """A line that makes the base64 lines next to it key material: a private-key marker
+    of the rules, or a key's END line (``tail -n 3`` of a key file)."""
+    return _KEY_MARKER in line or (
+        len(line) <= _LONGEST_KEY_LINE and _END_LINE.search(line) is not None
+    )
+
+
+def key_material(text: str) -> str:
+    """``text`` with its private-key body lines redacted (see the module); the same object
+    when there are none."""
+    if "\n" not in text and _key_body(text) is None:
+        return text
+    lines = text.split("\n")
+    bodies = [_key_body(line) for line in lines]
+    redact = [False] * len(lines)
+    start = 0
+    while start < len(lines):
+        if bodies[start] is None and not _keyed_line(lines[start]):
+            start += 1
+            continue
+        end = start
+        while end < len(lines) and (bodies[end] is not None or _keyed_line(lines[end])):
+            end += 1
+        run = range(start, end)
+        body_lines = [i for i in run if bodies[i] is not None]
+        keyed = any(_keyed_line(lines[i]) for i in run) or any(
+            _alone_is_key(bodies[i][1])  # type: ignore[index]
+            for i in body_lines
+        )
+        if keyed:
+            for i in body_lines:
+                redact[i] = True
+        start = end
+    if not any(redact):
+        return text
+    for i, flagged in enumerate(redact):
+        if flagged:
+            prefix = bodies[i][0]  # type: ignore[index]
+            lines[i] = prefix + _KEY_MARKER
+    return "\n".join(lines)
+
+
 def _secret_groups(rule: RedactionRule) -> tuple[int, ...]:
     return tuple(
         index
@@ -143,10 +264,11 @@ def _replacer(rule: RedactionRule) -> Callable[[Any], str]:
 class TextRedactor:
     """The redaction rules, ready to apply to text."""
 
-    __slots__ = ("_rules",)
+    __slots__ = ("_key_material", "_rules")
 
     def __init__(self, rules: Sequence[RedactionRule]) -> None:
         self._rules = tuple((rule.regex, _replacer(rule)) for rule in rules)
+        self._key_material = any(rule.kind == KEY_MATERIAL_KIND for rule in rules)
 
     def __call__(self, text: str) -> str:
         """``text`` with every secret replaced; the same object when there is none."""
@@ -156,4 +278,4 @@ class TextRedactor:
             replaced = regex.sub(replace, text)
             if replaced != text:
                 text = replaced
-        return text
+        return key_material(text) if self._key_material else text
