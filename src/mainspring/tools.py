@@ -9,12 +9,13 @@ arguments that failed validation.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from .effects import Labels, check_effects, check_roles
 from .messages import ImageContent, TextContent
 from .providers.base import ToolSpec
 from .signal import AbortSignal
@@ -33,7 +34,10 @@ class ToolResult(BaseModel):
     """What a tool returns: content for the model, ``details`` for programs.
 
     ``content`` may be given as a string; it is stored as a tuple of content blocks.
-    ``is_error`` tells the model the call failed.
+    ``is_error`` tells the model the call failed. ``labels`` (a
+    :class:`~mainspring.effects.Labels`) say what the content may be trusted with. They are
+    kept in the transcript, events and session files; a result filter can add to them but
+    never lower them (the kernel joins the labels of the result a filter replaced).
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
@@ -41,14 +45,16 @@ class ToolResult(BaseModel):
     content: tuple[TextContent | ImageContent, ...] = ()
     details: Any = None
     is_error: bool = False
+    labels: Labels | None = None
 
     def __init__(
         self,
         content: str | Sequence[TextContent | ImageContent] = (),
         details: Any = None,
         is_error: bool = False,
+        labels: Labels | None = None,
     ) -> None:
-        super().__init__(content=content, details=details, is_error=is_error)
+        super().__init__(content=content, details=details, is_error=is_error, labels=labels)
 
     @field_validator("content", mode="before")
     @classmethod
@@ -138,17 +144,25 @@ class Tool:
     human-friendly name for terminals. ``idempotent=True`` declares that running a call
     twice does no harm: a durable run (``mainspring.durable``) runs again a call the
     process died during; otherwise that call gets an error result and is not run again.
+
+    ``effects`` say what running it does (words of :data:`mainspring.effects.EFFECTS`;
+    none declared: ``{"unknown"}``) and ``roles`` what its arguments are (argument name →
+    a word of :data:`mainspring.effects.ROLES`). Gates read them as ``tool.effects`` (a
+    frozenset) and ``tool.roles`` (a mapping); an unknown word is a ``ValueError`` naming
+    the tool and the word.
     """
 
     __slots__ = (
         "_is_async",
         "_schema",
         "description",
+        "effects",
         "execute",
         "idempotent",
         "label",
         "name",
         "parameters",
+        "roles",
         "sequential",
         "timeout_s",
     )
@@ -163,9 +177,13 @@ class Tool:
         timeout_s: float | None = None,
         label: str | None = None,
         idempotent: bool = False,
+        effects: Iterable[str] | str | None = None,
+        roles: Mapping[str, str] | None = None,
     ) -> None:
         if not name or not isinstance(name, str):
             raise ValueError("a tool needs a non-empty string name")
+        self.effects = check_effects(name, effects)
+        self.roles: Mapping[str, str] = check_roles(name, roles)
         if not callable(execute):
             raise TypeError(f'tool "{name}": execute must be callable')
         if timeout_s is not None and timeout_s <= 0:
@@ -232,4 +250,7 @@ class Tool:
         return result
 
     def __repr__(self) -> str:
-        return f"Tool({self.name!r}, sequential={self.sequential}, timeout_s={self.timeout_s})"
+        return (
+            f"Tool({self.name!r}, sequential={self.sequential}, timeout_s={self.timeout_s}, "
+            f"effects={sorted(self.effects)})"
+        )
