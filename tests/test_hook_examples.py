@@ -187,6 +187,13 @@ async def test_after_tool_result_redacts_keys() -> None:
     assert run.recorder.of_type("tool_execution_end")[0].result.text == "token [redacted] found"
 
 
+async def test_label_tool_result_marks_fetched_pages_untrusted() -> None:
+    steps = [faux.tool_call("fetch", {"url": "https://example.com"}), faux.text("done")]
+    run = await scripted_run(steps, plugins=[plugin("label_tool_result")], tools=[fetch])
+    (message,) = run.recorder.messages("tool_result")
+    assert message.labels is not None and message.labels.untrusted
+
+
 async def test_filter_tool_update_redacts_progress() -> None:
     @tool
     async def download(url: str, ctx: ToolContext) -> str:

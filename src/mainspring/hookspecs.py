@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from .effects import Labels
     from .errors import Approval, ApprovalRequest, Ask, Block, CompactionResult
     from .kernel.agent import Agent
     from .kernel.events import Event
     from .kernel.state import AgentState
     from .messages import ToolCall
+    from .provenance import Provenance
     from .providers.base import Model, Provider
     from .signal import AbortSignal
     from .tools import Tool, ToolResult
@@ -143,7 +145,13 @@ async def compact(
 
 @hookspec
 async def before_tool_call(
-    call: ToolCall, args: Any, tool: Tool, agent: Agent, signal: AbortSignal
+    call: ToolCall,
+    args: Any,
+    tool: Tool,
+    agent: Agent,
+    signal: AbortSignal,
+    provenance: Provenance,
+    labels: Labels | None,
 ) -> Block | Ask | None:
     """Gate a tool call: allow it, or refuse it with a reason the model will see.
 
@@ -154,8 +162,17 @@ async def before_tool_call(
     - ``call``: the :class:`~mainspring.ToolCall` as the model made it.
     - ``args``: the validated arguments that will run (a pydantic model instance, or a
       dict for a JSON-Schema tool). Do not mutate them.
-    - ``tool``: the :class:`~mainspring.Tool` that will run.
+    - ``tool``: the :class:`~mainspring.Tool` that will run; ``tool.effects`` and
+      ``tool.roles`` say what it does and what its arguments are (see
+      :mod:`mainspring.effects`).
     - ``agent``, ``signal``: the agent and the run's abort signal.
+    - ``provenance``: a :class:`~mainspring.provenance.Provenance`: for each argument,
+      where its value was seen in the context the model was sent (the user's prompt, the
+      system prompt, a tool result with its labels, or nowhere: model-generated). Computed
+      on first use, so a gate that does not take it costs nothing (see
+      ``docs/policy.md``).
+    - ``labels``: the join of the labels of every labelled message of that context
+      (``None`` when none is labelled): ``untrusted`` once any untrusted content was read.
 
     **Returns:** :class:`~mainspring.Block` to refuse, :class:`~mainspring.Ask` to let an
     approver decide, ``None`` to allow. The first ``Block`` wins and later implementations
@@ -165,6 +182,31 @@ async def before_tool_call(
 
     **If it raises:** fail closed. The call is blocked with an error result naming the
     plugin, and a ``hook_error`` event is emitted.
+    """
+
+
+@hookspec
+async def label_tool_result(
+    call: ToolCall, result: ToolResult, tool: Tool, agent: Agent
+) -> Labels | None:
+    """Label the result of a tool the plugin does not own (inbound mail: ``untrusted``).
+
+    **When:** for each executed call, after the ``after_tool_result`` filters, before the
+    result enters the transcript.
+
+    **Parameters:**
+    - ``call``: the :class:`~mainspring.ToolCall`.
+    - ``result``: the (filtered) :class:`~mainspring.ToolResult`; its ``labels`` are the
+      tool's own, joined with those of any result a filter replaced.
+    - ``tool``: the :class:`~mainspring.Tool` that ran.
+    - ``agent``: the agent.
+
+    **Returns:** a :class:`~mainspring.effects.Labels`, or ``None`` to add nothing. Every
+    implementation is called; the result's labels become the join of the tool's and all
+    returned (so a hook can raise a label, never lower one).
+
+    **If it raises:** fail closed. The result is labelled ``untrusted``, a ``hook_error``
+    event names the plugin, and the other implementations are still called.
     """
 
 
@@ -336,6 +378,7 @@ ASYNC_HOOKS: frozenset[str] = frozenset(
         "convert_to_llm",
         "compact",
         "before_tool_call",
+        "label_tool_result",
         "request_approval",
         "after_tool_result",
         "filter_tool_update",

@@ -136,7 +136,7 @@ def cap(result: ToolResult, limit: int | None) -> ToolResult:
     for block in result.content:
         if isinstance(block, TextContent):
             if remaining > 0:
-                content.append(TextContent(text=block.text[:remaining]))
+                content.append(block.model_copy(update={"text": block.text[:remaining]}))
             remaining -= len(block.text)
         else:
             content.append(block)
@@ -145,4 +145,6 @@ def cap(result: ToolResult, limit: int | None) -> ToolResult:
         f"{total - limit} characters were cut]"
     )
     content.append(TextContent(text=note))
-    return ToolResult(tuple(content), details=result.details, is_error=result.is_error)
+    return ToolResult(
+        tuple(content), details=result.details, is_error=result.is_error, labels=result.labels
+    )

@@ -48,14 +48,17 @@ class ToolHooks(HookCaller):
         signal: AbortSignal,
         report: Report,
         fingerprint: Callable[[], Any] | None = None,
+        provenance: Any = None,
+        labels: Any = None,
     ) -> GateDecision:
         """The first ``Block`` wins; a failing gate blocks (fail closed).
 
         ``fingerprint()`` (given for arguments that could be changed in place) is taken
         before the gates and after each one: a gate that changed the arguments blocks
-        the call, so what runs is what every gate saw.
+        the call, so what runs is what every gate saw. ``provenance`` and ``labels`` are
+        passed on to the gates that take them (see :func:`mainspring.provenance.gate_inputs`).
         """
-        every = (call, args, tool, agent, signal)
+        every = (call, args, tool, agent, signal, provenance, labels)
         guard, timeout = self.guard, self.timeout_s
         skipped = guard.stalled
         before = fingerprint() if fingerprint is not None else None

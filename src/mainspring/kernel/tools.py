@@ -43,6 +43,7 @@ from .events import (
 from .guard import MIN_WAIT_S, Guard
 from .signal import RunAborted
 from .tool_context import CallContext, FileLocks, cap, to_result
+from .tool_meaning import gate_inputs, label_result
 
 if TYPE_CHECKING:
     from .run import Run
@@ -115,8 +116,9 @@ async def _prepare(
     hooks = run.hooks
     gated = isinstance(args, BaseModel) and hooks.relay.has("before_tool_call")
     fingerprint = args.model_dump if gated else None
+    extra = gate_inputs(run, call)  # provenance and labels, for the gates that take them
     decision = await hooks.before_tool_call(
-        call, args, tool, run.agent, run.signal, run.report_hook_error, fingerprint
+        call, args, tool, run.agent, run.signal, run.report_hook_error, fingerprint, *extra
     )
     prepared = _Prepared(index, call, tool, args, run.settings.tools.abort_grace_s)
     if decision.asked is not None:
@@ -271,6 +273,7 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
             result = await run.hooks.after_tool_result(
                 prepared.call, value, run.agent, run.signal, run.report_hook_error
             )
+            result = await label_result(run, prepared.call, prepared.tool, value, result)
             await _finish_call(run, prepared.call, cap(result, limit))
             if sequential and waiting and not run.signal.aborted:
                 launch(1)
@@ -396,5 +399,6 @@ async def settle_tool_calls(run: Run, reason: str) -> None:
                 content=result.content,
                 details=result.details,
                 is_error=result.is_error,
+                labels=result.labels,
             )
         )
