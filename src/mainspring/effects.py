@@ -178,7 +178,7 @@ class Labels(BaseModel):
     def join(self, other: Labels | None) -> Labels:
         """The label of content made from both: untrusted and the higher confidentiality
         win, sources are united (in first-seen order)."""
-        if other is None or other == self:
+        if other is None or other is self or other == self:
             return self
         integrity: Integrity = "untrusted" if self.untrusted or other.untrusted else "trusted"
         confidentiality = max(
@@ -196,7 +196,7 @@ def join_labels(labels: Iterable[Labels | None]) -> Labels | None:
     """The join of every label in ``labels``; ``None`` when none is given."""
     joined: Labels | None = None
     for label in labels:
-        if label is not None:
+        if label is not None and label is not joined:
             joined = label if joined is None else joined.join(label)
     return joined
 

@@ -31,10 +31,9 @@ value.
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, final
 
@@ -122,107 +121,105 @@ class Traced:
         return frozenset(origin.kind for origin in self.origins)
 
 
-_SPACE = re.compile(r"\s+")
 _EMAIL = re.compile(r"^[^\s@]+@[^\s@]+\.[^\s@]+$")
 _DISTINCT = re.compile(r"\S*[0-9@/]\S*")
+_SEPARATORS = {code: " " for code in range(128) if not chr(code).isalnum()}
+"""ASCII characters that are not letters or digits: word separators of the index. Other
+characters belong to words, so a word of the index may be longer than a word of the
+needle next to a non-ASCII symbol: that can only hide a match, never invent one."""
+_PLAIN_JSON = re.compile(r'[^"\\\x00-\x1f\x7f]*')
+_PROBED_WORDS = 8
+_PROBED_CHARS = 96
+"""The words probed are taken from the needle's first this many characters."""
+"""A needle's longest words whose postings are compared to pick the rarest."""
 
 
 def _normal(text: str) -> str:
-    return _SPACE.sub(" ", text)
+    """``text`` with every run of whitespace one space, and none at either end."""
+    return " ".join(text.split())
+
+
+def _words(text: str, limit: int | None = None) -> list[str]:
+    """The words of ``text`` (split at :data:`_SEPARATORS`); with ``limit``, the whole
+    words within its first ``limit`` characters."""
+    if limit is not None and len(text) > limit:
+        words = text[:limit].translate(_SEPARATORS).split()
+        if text[limit - 1 : limit + 1].translate(_SEPARATORS).count(" ") == 0:
+            words.pop()  # the cut fell inside a word
+        return words
+    return text.translate(_SEPARATORS).split()
+
+
+def _lowered(text: str) -> str:
+    """``text`` in lower case with its offsets unchanged."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a character that lowers to two
+        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    return lowered
 
 
 @final
-class _Haystack:
-    """The searchable text of one context: each entry's normalised text joined by NULs,
-    the entries' start offsets, and each entry's origin. Built once per context, from
-    entries prepared once per message (:func:`_entry`)."""
+class _Entry:
+    """One message as a place values are looked for: its origin, its normalised text
+    (lower-cased on demand), its words indexed in :data:`_index`. Made once per message."""
 
-    __slots__ = ("_folded", "cut", "labels", "origins", "starts", "text", "texts")
+    __slots__ = ("_folded", "key", "origin", "text")
 
-    def __init__(self, system_prompt: str, messages: Sequence[Any]) -> None:
-        first: list[tuple[Origin, str]] = []
-        later: list[tuple[Origin, str]] = []
-        if system_prompt:
-            first.append((_SYSTEM, _normal(system_prompt)))
-        labels: list[Labels | None] = []
-        for message in messages:
-            entry = _entry(message)
-            if entry is None:
-                continue
-            (first if entry[0] is _USER else later).append(entry)
-            labels.append(entry[0].labels)
-        later.reverse()  # newest first
-        self.labels = join_labels(labels)
-        self.cut = False
-        self.origins: list[Origin] = []
-        self.texts: list[str] = []
-        budget = MAX_CONTEXT_CHARS
-        for origin, text in (*first, *later):
-            if budget <= 0:
-                self.cut = True
-                break
-            if len(text) > budget:
-                text, self.cut = text[:budget], True
-            self.origins.append(origin)
-            self.texts.append(text)
-            budget -= len(text)
-        self.starts: list[int] = []
-        position = 0
-        for text in self.texts:
-            self.starts.append(position)
-            position += len(text) + 1
-        self.text = "\x00".join(self.texts)
+    def __init__(self, key: int, origin: Origin, text: str) -> None:
+        self.key = key
+        self.origin = origin
+        self.text = text
         self._folded: str | None = None
+        for word in set(_words(text.lower())):
+            _index.setdefault(word, set()).add(key)
 
     @property
     def folded(self) -> str:
-        """The text in lower case, offsets unchanged, for e-mail matching."""
         if self._folded is None:
-            lowered = self.text.lower()
-            if len(lowered) != len(self.text):  # a character that lowers to two
-                lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in self.text)
-            self._folded = lowered
+            self._folded = _lowered(self.text)
         return self._folded
 
-    def find(self, needle: str, fold: bool) -> list[Origin]:
-        """The origins of every entry ``needle`` occurs in as a whole word."""
-        text = self.folded if fold else self.text
-        found: list[Origin] = []
-        seen: set[int] = set()
-        start = text.find(needle)
-        first, last = needle[0].isalnum(), needle[-1].isalnum()
-        while start >= 0:
-            end = start + len(needle)
-            if (not first or start == 0 or not text[start - 1].isalnum()) and (
-                not last or end == len(text) or not text[end].isalnum()
-            ):
-                index = bisect.bisect_right(self.starts, start) - 1
-                if index not in seen:
-                    seen.add(index)
-                    found.append(self.origins[index])
-                # the rest of this entry adds nothing: go on from the next one
-                if index + 1 >= len(self.starts):
-                    break
-                start = text.find(needle, self.starts[index + 1])
-                continue
-            start = text.find(needle, start + 1)
-        return found
+    def holds(self, needle: str, fold: bool, limit: int) -> bool:
+        """Whether ``needle`` occurs in the first ``limit`` characters as a whole word."""
+        return _holds(self.folded if fold else self.text, needle, limit)
 
 
-_entries: dict[int, tuple[Any, tuple[Origin, str] | None]] = {}
+def _holds(text: str, needle: str, limit: int) -> bool:
+    """Whether ``needle`` occurs in ``text[:limit]`` as a whole word."""
+    stop = min(len(text), limit)
+    first, last = needle[0].isalnum(), needle[-1].isalnum()
+    start = text.find(needle, 0, stop)
+    while start >= 0:
+        end = start + len(needle)
+        if (not first or start == 0 or not text[start - 1].isalnum()) and (
+            not last or end == len(text) or not text[end].isalnum()
+        ):
+            return True
+        start = text.find(needle, start + 1, stop)
+    return False
+
+
 _MAX_ENTRIES = 8192
+"""Messages whose prepared text is kept; past it, all are dropped and prepared again."""
+_entries: dict[int, tuple[Any, _Entry | None]] = {}
+_index: dict[str, set[int]] = {}
+"""Each lower-case word of a prepared message → the keys of the messages holding it."""
 
 
-def _entry(message: Any) -> tuple[Origin, str] | None:
-    """``(origin, normalised text)`` of a message that can be a value's source (``None``
-    for assistant and custom messages), prepared once per message object."""
-    known = _entries.get(id(message))
+def _entry(message: Any) -> _Entry | None:
+    """The entry of a message that can be a value's source (``None`` for assistant and
+    custom messages), prepared once per message object (kept alive while cached)."""
+    key = id(message)
+    known = _entries.get(key)
     if known is not None and known[0] is message:
         return known[1]
+    if known is not None:  # another object got the id of a dropped one
+        _entries.clear()
+        _index.clear()
     role = getattr(message, "role", None)
-    entry: tuple[Origin, str] | None
+    origin: Origin | None
     if role == "user":
-        entry = (_USER, _normal(_text(message)))
+        origin = _USER
     elif role == "tool_result":
         origin = Origin(
             "tool_result",
@@ -230,15 +227,113 @@ def _entry(message: Any) -> tuple[Origin, str] | None:
             getattr(message, "tool_name", None),
             message_labels(message),
         )
-        entry = (origin, _normal(_text(message)))
     elif role == "compaction":
-        entry = (Origin("summary", labels=message_labels(message)), _normal(_text(message)))
+        origin = Origin("summary", labels=message_labels(message))
     else:
-        entry = None
+        origin = None
     if len(_entries) >= _MAX_ENTRIES:
         _entries.clear()
-    _entries[id(message)] = (message, entry)
+        _index.clear()
+    entry = None if origin is None else _Entry(key, origin, _normal(_text(message)))
+    _entries[key] = (message, entry)
     return entry
+
+
+@final
+class _Haystack:
+    """One context as places to look: the system prompt, and the entries of its user
+    messages, tool results and summaries.
+
+    While the context's text fits :data:`MAX_CONTEXT_CHARS`, the entries are in
+    transcript order, searched whole, and a context that extends one asked about before
+    is built from it by adding the new messages only. Past the bound, the system prompt,
+    the user's messages, then tool results and summaries newest first are searched as far
+    as the bound reaches (``limits``), and ``cut`` is set.
+    """
+
+    __slots__ = ("cut", "entries", "labels", "limits", "position", "system", "total")
+
+    def __init__(
+        self,
+        system_prompt: str,
+        messages: Sequence[Any],
+        base: _Haystack | None = None,
+        known: int = 0,
+    ) -> None:
+        """The haystack of ``messages``; ``base``, if given, is that of their first
+        ``known`` messages (and the same system prompt)."""
+        self.system = _normal(system_prompt)
+        self.cut = False
+        self.limits: list[int] | None = None
+        self.entries: list[_Entry]
+        self.labels: Labels | None
+        self.total: int
+        if base is not None and base.limits is None:
+            fresh = [entry for entry in map(_entry, messages[known:]) if entry is not None]
+            self.entries = [*base.entries, *fresh]
+            self.labels = join_labels([base.labels, *(entry.origin.labels for entry in fresh)])
+            self.total = base.total + sum(len(entry.text) for entry in fresh)
+            if self.total <= MAX_CONTEXT_CHARS:
+                self.position: dict[int, int] = dict(base.position)
+                for index, entry in enumerate(fresh, len(base.entries)):
+                    self.position[entry.key] = index
+                return
+        else:
+            self.entries = [entry for entry in map(_entry, messages) if entry is not None]
+            self.labels = join_labels(entry.origin.labels for entry in self.entries)
+            self.total = len(self.system) + sum(len(entry.text) for entry in self.entries)
+        if self.total > MAX_CONTEXT_CHARS:
+            self._bound()
+        self.position = {entry.key: index for index, entry in enumerate(self.entries)}
+
+    def _bound(self) -> None:
+        self.cut = True
+        users = [entry for entry in self.entries if entry.origin is _USER]
+        later = [entry for entry in self.entries if entry.origin is not _USER]
+        later.reverse()  # newest first
+        budget = MAX_CONTEXT_CHARS
+        self.system = self.system[:budget]
+        budget -= len(self.system)
+        self.entries, limits = [], []
+        for entry in (*users, *later):
+            if budget <= 0:
+                break
+            self.entries.append(entry)
+            limits.append(budget)
+            budget -= len(entry.text)
+        self.limits = limits
+
+    def find(self, needle: str, fold: bool) -> list[Origin]:
+        """The origins of the places ``needle`` occurs in as a whole word.
+
+        Only the messages holding the needle's rarest word are searched: every word of a
+        needle is a whole word of any text it occurs in as a whole word.
+        """
+        found: list[Origin] = []
+        system = _lowered(self.system) if fold else self.system
+        if system and _holds(system, needle, len(system)):
+            found.append(_SYSTEM)
+        words = sorted(set(_words(needle.lower(), _PROBED_CHARS)), key=len, reverse=True)
+        del words[_PROBED_WORDS:]
+        candidates: Iterable[int]
+        if not words:
+            candidates = range(len(self.entries))
+        else:
+            postings = [_index.get(word) for word in words]
+            if any(posting is None for posting in postings):
+                return found
+            rarest = min((p for p in postings if p is not None), key=len)
+            position = self.position
+            if len(rarest) < len(position):
+                candidates = sorted(position[key] for key in rarest if key in position)
+            else:
+                candidates = sorted(position[key] for key in position if key in rarest)
+        entries, limits = self.entries, self.limits
+        for index in candidates:
+            entry = entries[index]
+            if entry.holds(needle, fold, len(entry.text) if limits is None else limits[index]):
+                found.append(entry.origin)
+        return found
 
 
 def _text(message: Any) -> str:
@@ -254,11 +349,31 @@ _CACHED = 4
 
 
 def _haystack(system_prompt: str, messages: tuple[Any, ...]) -> _Haystack:
-    """The haystack of a context, reused while the same context is asked about."""
-    for prompt, known, haystack in _cache:
-        if known is messages and prompt == system_prompt:
+    """The haystack of a context: the one made for the same tuple, else one extending
+    the haystack of a context it extends (same first message, and its last message at
+    the same place), else a new one."""
+    base: tuple[int, _Haystack] | None = None
+    for slot, (prompt, known, haystack) in enumerate(_cache):
+        if prompt != system_prompt:
+            continue
+        if known is messages:
+            _cache.append(_cache.pop(slot))  # most recently used last
             return haystack
-    haystack = _Haystack(system_prompt, messages)
+        count = len(known)
+        if (
+            0 < count < len(messages)
+            and messages[0] is known[0]
+            and messages[count - 1] is known[-1]
+            and (base is None or count > base[0])
+        ):
+            base = (count, haystack)
+    if base is None:
+        haystack = _Haystack(system_prompt, messages)
+    else:
+        haystack = _Haystack(system_prompt, messages, base[1], base[0])
+        used = next(item for item in _cache if item[2] is base[1])
+        _cache.remove(used)
+        _cache.append(used)  # most recently used last
     _cache.append((system_prompt, messages, haystack))
     del _cache[:-_CACHED]
     return haystack
@@ -271,13 +386,14 @@ def context_labels(system_prompt: str, messages: tuple[Any, ...]) -> Labels | No
 
 def _needles(value: str) -> tuple[list[str], bool]:
     """The spellings to look for, and whether to match without regard to case."""
-    raw = value.strip()[: MAX_NEEDLE_CHARS * 2]
+    raw = value[: MAX_NEEDLE_CHARS * 2]
     normal = _normal(raw)[:MAX_NEEDLE_CHARS]
     spellings = [normal]
-    for ascii_only in (True, False):
-        escaped = _normal(json.dumps(raw, ensure_ascii=ascii_only)[1:-1])[:MAX_NEEDLE_CHARS]
-        if escaped not in spellings:
-            spellings.append(escaped)
+    if not (raw.isascii() and _PLAIN_JSON.fullmatch(raw)):  # JSON would escape something
+        for ascii_only in (True, False):
+            escaped = _normal(json.dumps(raw, ensure_ascii=ascii_only)[1:-1])[:MAX_NEEDLE_CHARS]
+            if escaped not in spellings:
+                spellings.append(escaped)
     fold = _EMAIL.match(normal) is not None
     if fold:
         spellings = list(dict.fromkeys(s.lower() for s in spellings))
@@ -382,13 +498,13 @@ class Provenance(Mapping[str, tuple[Traced, ...]]):
         texts = [_normal(t.value) for t in self.get(name, ())]
         if not texts:
             return ()
-        haystack = self._context()
         found: list[Origin] = []
-        for origin, text in zip(haystack.origins, haystack.texts, strict=True):
-            if origin.labels is None or not origin.labels.at_least(level):
+        for entry in self._context().entries:
+            labels = entry.origin.labels
+            if labels is None or not labels.at_least(level):
                 continue
-            if any(fragment in value for fragment in _fragments(text) for value in texts):
-                found.append(origin)
+            if any(fragment in value for fragment in _fragments(entry.text) for value in texts):
+                found.append(entry.origin)
         return tuple(found)
 
 
@@ -401,7 +517,7 @@ def _fragments(text: str) -> list[str]:
 
 
 def _trace(haystack: _Haystack, value: str, allowed: bool) -> Traced:
-    if not allowed or len(value.strip()) < MIN_CHARS:
+    if not allowed or len(value) < MIN_CHARS or len(value.strip()) < MIN_CHARS:
         return Traced(value, (UNKNOWN,))
     spellings, fold = _needles(value)
     origins: list[Origin] = []
