@@ -146,6 +146,10 @@ def test_gate_inputs_are_made_only_for_gates_that_take_them() -> None:
     assert isinstance(provenance, Provenance)
     assert labels == UNTRUSTED
 
+    keyword = Gate("call")
+    keyword.keywords = (("provenance", 5),)  # type: ignore[attr-defined]
+    assert isinstance(gate_inputs([keyword], {}, "", context)[0], Provenance)
+
 
 @tool
 def read_mail() -> ToolResult:

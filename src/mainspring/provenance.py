@@ -468,6 +468,19 @@ class Provenance(Mapping[str, tuple[Traced, ...]]):
         """The join of the labels of the context's labelled messages."""
         return self._context().labels
 
+    def context_untrusted(self, unlabelled_untrusted: bool = False) -> bool:
+        """Whether the context holds content labelled ``untrusted`` (or, with
+        ``unlabelled_untrusted``, a tool result or summary without labels). A context past
+        the bound counts as untrusted: what was not searched cannot be vouched for."""
+        haystack = self._context()
+        if haystack.cut:
+            return True
+        for entry in haystack.entries:
+            origin = entry.origin
+            if origin.untrusted or (unlabelled_untrusted and origin.unlabelled_result):
+                return True
+        return False
+
     def from_user(self, name: str) -> bool:
         """Whether every traced value of argument ``name`` was seen in a user message or
         the system prompt (``False`` for an argument without string values)."""
@@ -537,7 +550,8 @@ def gate_inputs(
     context: Callable[[], tuple[Any, ...]],
 ) -> tuple[Provenance | None, Labels | None]:
     """The ``provenance`` and ``labels`` parameters of ``before_tool_call``, for ``gates``
-    (objects with ``argnames``, the implementations in call order).
+    (objects with ``argnames`` and optionally ``keywords``, ``(name, index)`` pairs of the
+    defaulted parameters they take: the implementations in call order).
 
     Each is made only when some gate takes it (``None`` otherwise): a run without such a
     gate pays one scan of the gates' parameter names per call. ``context`` gives the
@@ -545,7 +559,8 @@ def gate_inputs(
     """
     wants_provenance = wants_labels = False
     for gate in gates:
-        names = gate.argnames
+        # the names it takes, and those it takes as keywords (parameters with a default)
+        names = (*gate.argnames, *(name for name, _ in getattr(gate, "keywords", ())))
         wants_provenance = wants_provenance or "provenance" in names
         wants_labels = wants_labels or "labels" in names
     if not (wants_provenance or wants_labels):
