@@ -505,6 +505,11 @@ class Provenance(Mapping[str, tuple[Traced, ...]]):
             if t.kinds <= {"tool_result", "summary"} and all(untrusted(o) for o in t.origins)
         )
 
+    def trace(self, value: str) -> Traced:
+        """Where ``value`` (any string, such as a URL found inside an argument) was seen in
+        the context, as for an argument's values."""
+        return _trace(self._context(), value, True)
+
     def carries(self, name: str, level: str = "confidential") -> tuple[Origin, ...]:
         """The tool results (and summaries) labelled ``level`` or higher whose distinctive
         fragments occur in argument ``name``'s values."""

@@ -14,12 +14,15 @@ A call whose effects include one of the policy's ``flow_effects`` (default ``egr
   context holds untrusted content it may have been dictated in a disguise the model
   decoded (``eve (at) evil.com``), so the ``untrusted_flow`` action applies too.
 
-And a call whose ``content`` arguments carry data from a result labelled ``confidential``
+A link (``http(s)://...``) inside a ``content`` argument is a destination too (whoever
+follows it sends a request there): it is checked the same way. And a call whose
+``content`` arguments carry data from a result labelled ``confidential``
 or higher to a destination that is not named gets the ``confidential_flow`` action.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 from mainspring.provenance import Origin, Provenance, Traced
@@ -29,6 +32,9 @@ from .config import Policy
 __all__ = ["flow_rules"]
 
 _SHOWN = 80
+_URL = re.compile(r"https?://[^\s\"'<>()\[\]{}]+")
+_MAX_LINKS = 16
+"""Links of one content value traced at most."""
 
 
 def _shown(value: str) -> str:
@@ -107,11 +113,22 @@ def flow_rules(
                 unnamed.append(problem)
             elif not traced.kinds & {"user", "system"}:
                 unnamed.append("")  # named by trusted content only, not by the user
-    problems = [p for p in unnamed if p]
+    contents = [name for name, role in roles.items() if role == "content"]
+    links = [
+        (name, link)
+        for name in contents
+        for traced in provenance.get(name, ())
+        for link in _URL.findall(traced.value)[:_MAX_LINKS]
+    ]
+    # a link in what is sent is a destination too: whoever follows it sends a request there
+    link_problems = [
+        _problem(provenance.trace(link), trusted, tainted, f"a link in {name}")
+        for name, link in links
+    ]
+    problems = [p for p in (*unnamed, *link_problems) if p]
     if problems and policy.untrusted_flow != "allow":
         found.append((policy.untrusted_flow, f"information flow: {problems[0]}"))
     if unnamed and policy.confidential_flow != "allow":
-        contents = [name for name, role in roles.items() if role == "content"]
         carried = [origin for name in contents for origin in provenance.carries(name)]
         if carried:
             found.append(
