@@ -176,3 +176,21 @@ async def test_the_file_labels_results_of_tools_the_pack_does_not_own(
     (message,) = recorder.messages("tool_result")
     assert message.labels is not None and message.labels.untrusted
     assert message.labels.sources == ("files written by others",)
+
+
+def test_the_policy_guide_s_configuration_loads(policy_world: Any, tmp_path: Path) -> None:
+    import re
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "policy.md").read_text("utf-8")
+    (block,) = re.findall(r"```toml\n(.*?)```", page, re.S)
+    path = tmp_path / "guide.toml"
+    path.write_text(block)
+
+    policy = mainspring_policy_pack.load_policy(
+        {"config": str(path), "workspace": str(policy_world.workspace)}
+    )
+
+    assert policy.untrusted_flow == "block"
+    assert dict(policy.tools["move_file"].roles) == {"source": "path", "destination": "path"}
+    labels = policy.tools["fetch"].results
+    assert labels is not None and labels.untrusted
