@@ -4,6 +4,8 @@ in the transcript, the events, session files and compaction summaries."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 from mainspring import (
@@ -20,6 +22,7 @@ from mainspring import (
     tool,
 )
 from mainspring.effects import Labels
+from mainspring.settings import HookSettings, Settings
 from mainspring.message_json import decode_message, encode_message
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux, scripted_run
 
@@ -181,3 +184,38 @@ async def test_a_compaction_summary_carries_the_join_of_what_it_replaced() -> No
     assert isinstance(summary, CompactionSummary)
     assert summary.labels == INBOX
     assert decode_message(encode_message(summary)) == summary
+
+
+async def test_a_label_hook_that_never_answers_makes_the_result_untrusted() -> None:
+    never = asyncio.Event()
+    blocked = threading.Event()
+
+    class Stuck:
+        name = "stuck-labeller"
+
+        @hookimpl
+        async def label_tool_result(self) -> Any:
+            await never.wait()
+
+    class Blocking:
+        name = "blocking-labeller"
+
+        @hookimpl
+        def label_tool_result(self) -> Any:
+            blocked.wait()  # a plain def that never returns: run in a thread, cut by the deadline
+
+    try:
+        for plugin in (Stuck(), Blocking()):
+            _, recorder, _ = await scripted_run(
+                [faux.tool_call("clock", {}, id="c1"), faux.text("done")],
+                tools=[clock],
+                plugins=[plugin],
+                settings=Settings(hooks=HookSettings(timeout_s=0.2)),
+            )
+            (message,) = recorder.messages("tool_result")
+            assert message.labels is not None and message.labels.untrusted
+            (error,) = recorder.of_type("hook_error")
+            assert (error.hook, error.plugin) == ("label_tool_result", plugin.name)
+            assert "timed out" in error.error
+    finally:
+        blocked.set()

@@ -16,8 +16,8 @@ word (``eve@evil.com`` is not seen in ``steve@evil.com``). Values shorter than
 
 **Bounds.** At most :data:`MAX_CONTEXT_CHARS` characters of context are searched: the
 system prompt and the user's messages first, then tool results and summaries, newest
-first. A value not found when the bound cut the context is ``unknown`` (never
-``model``). At most :data:`MAX_VALUES` string values of a call are traced (the rest are
+first; of one message, its first :data:`MAX_MESSAGE_CHARS`. A value not found when a
+bound cut the context is ``unknown`` (never ``model``). At most :data:`MAX_VALUES` string values of a call are traced (the rest are
 ``unknown``), each by its first :data:`MAX_NEEDLE_CHARS` characters. The work is done on
 first use, once per call, and the context's text is prepared once per context and reused
 by the calls that share it: a gate that does not take ``provenance`` costs nothing.
@@ -43,6 +43,7 @@ from .effects import Labels, join_labels, message_labels
 
 __all__ = [
     "MAX_CONTEXT_CHARS",
+    "MAX_MESSAGE_CHARS",
     "MAX_NEEDLE_CHARS",
     "MAX_VALUES",
     "MIN_CHARS",
@@ -56,6 +57,9 @@ __all__ = [
 
 MAX_CONTEXT_CHARS = 2_000_000
 """Characters of context searched at most (about 500k tokens); past it, ``unknown``."""
+
+MAX_MESSAGE_CHARS = 250_000
+"""Characters of one message searched at most (a longer one makes the context cut)."""
 
 MAX_VALUES = 64
 """String values of one call traced at most."""
@@ -163,12 +167,13 @@ class _Entry:
     """One message as a place values are looked for: its origin, its normalised text
     (lower-cased on demand), its words indexed in :data:`_index`. Made once per message."""
 
-    __slots__ = ("_folded", "key", "origin", "text")
+    __slots__ = ("_folded", "key", "origin", "text", "truncated")
 
     def __init__(self, key: int, origin: Origin, text: str) -> None:
         self.key = key
         self.origin = origin
-        self.text = text
+        self.truncated = len(text) > MAX_MESSAGE_CHARS
+        self.text = _normal(text[:MAX_MESSAGE_CHARS])
         self._folded: str | None = None
         for word in set(_words(text.lower())):
             _index.setdefault(word, set()).add(key)
@@ -234,7 +239,7 @@ def _entry(message: Any) -> _Entry | None:
     if len(_entries) >= _MAX_ENTRIES:
         _entries.clear()
         _index.clear()
-    entry = None if origin is None else _Entry(key, origin, _normal(_text(message)))
+    entry = None if origin is None else _Entry(key, origin, _text(message))
     _entries[key] = (message, entry)
     return entry
 
@@ -271,6 +276,7 @@ class _Haystack:
         if base is not None and base.limits is None:
             fresh = [entry for entry in map(_entry, messages[known:]) if entry is not None]
             self.entries = [*base.entries, *fresh]
+            self.cut = base.cut or any(entry.truncated for entry in fresh)
             self.labels = join_labels([base.labels, *(entry.origin.labels for entry in fresh)])
             self.total = base.total + sum(len(entry.text) for entry in fresh)
             if self.total <= MAX_CONTEXT_CHARS:
@@ -280,6 +286,7 @@ class _Haystack:
                 return
         else:
             self.entries = [entry for entry in map(_entry, messages) if entry is not None]
+            self.cut = any(entry.truncated for entry in self.entries)
             self.labels = join_labels(entry.origin.labels for entry in self.entries)
             self.total = len(self.system) + sum(len(entry.text) for entry in self.entries)
         if self.total > MAX_CONTEXT_CHARS:

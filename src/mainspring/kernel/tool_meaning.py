@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..effects import UNTRUSTED, Labels
-from ..errors import HookError, HookTimeoutError, StopRun
+from ..errors import HookError, StopRun
 from ..provenance import Provenance
 from ..provenance import gate_inputs as _inputs
+from .signal import RunAborted
 
 if TYPE_CHECKING:
     from ..messages import ToolCall
@@ -56,20 +57,30 @@ async def label_result(
 ) -> ToolResult:
     """``filtered`` with its labels joined with ``original``'s and every label hook's."""
     result = _joined(filtered, original.labels) if filtered is not original else filtered
-    implementations = run.hooks.relay.implementations(HOOK)
+    hooks = run.hooks
     timeout = run.settings.hooks.timeout_s
-    for impl in implementations:
+    for impl in hooks.relay.implementations(HOOK):
+        args = (call, result, tool, run.agent)
         try:
-            answer = impl.call((call, result, tool, run.agent))
-            if inspect.isawaitable(answer):
-                answer = await asyncio.wait_for(_awaited(answer), timeout)
+            if impl.off_loop:  # a plugin's plain def: in a thread, so it cannot block the loop
+                answer = await hooks.off_loop(impl, args, timeout)
+            else:
+                answer = impl.call(args)
+                if inspect.isawaitable(answer):
+                    answer = await hooks.guard.watch(answer, impl, timeout)
             if answer is not None and not isinstance(answer, Labels):
                 raise HookError(HOOK, impl.plugin, f"returned a {type(answer).__name__}")
         except (StopRun, KeyboardInterrupt, SystemExit):
             raise
-        except Exception as raised:
-            if isinstance(raised, TimeoutError) and timeout is not None:
-                raised = HookTimeoutError(timeout)
+        except RunAborted:
+            if hooks.guard.aborted:
+                raise
+            answer = UNTRUSTED
+        except BaseException as raised:
+            if isinstance(raised, asyncio.CancelledError):
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
             error = (
                 raised if isinstance(raised, HookError) else HookError(HOOK, impl.plugin, raised)
             )
@@ -77,7 +88,3 @@ async def label_result(
             answer = UNTRUSTED
         result = _joined(result, answer)
     return result
-
-
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable

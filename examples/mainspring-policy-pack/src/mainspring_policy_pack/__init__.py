@@ -82,7 +82,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import mainspring
-from mainspring import Ask, Block, StopRun, ToolResult, hookimpl, redactor
+from mainspring import Ask, Block, StopRun, ToolResult, hookimpl, nonblocking, redactor
 from mainspring.effects import Labels
 from mainspring.logs import get_logger
 from mainspring.provenance import Provenance
@@ -227,6 +227,7 @@ def before_tool_call(
 
 
 @hookimpl
+@nonblocking
 def label_tool_result(call: mainspring.ToolCall, agent: mainspring.Agent) -> Labels | None:
     """The labels ``[policy.tools.NAME] results = {...}`` gives the tool's results."""
     policy, _ = _policy(agent)
