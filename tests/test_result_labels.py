@@ -22,8 +22,8 @@ from mainspring import (
     tool,
 )
 from mainspring.effects import Labels
-from mainspring.settings import HookSettings, Settings
 from mainspring.message_json import decode_message, encode_message
+from mainspring.settings import HookSettings, Settings
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux, scripted_run
 
 INBOX = Labels(integrity="untrusted", sources=("mail:inbox",))

@@ -17,10 +17,13 @@ word (``eve@evil.com`` is not seen in ``steve@evil.com``). Values shorter than
 **Bounds.** At most :data:`MAX_CONTEXT_CHARS` characters of context are searched: the
 system prompt and the user's messages first, then tool results and summaries, newest
 first; of one message, its first :data:`MAX_MESSAGE_CHARS`. A value not found when a
-bound cut the context is ``unknown`` (never ``model``). At most :data:`MAX_VALUES` string values of a call are traced (the rest are
-``unknown``), each by its first :data:`MAX_NEEDLE_CHARS` characters. The work is done on
-first use, once per call, and the context's text is prepared once per context and reused
-by the calls that share it: a gate that does not take ``provenance`` costs nothing.
+bound cut the context is ``unknown`` (never ``model``). At most :data:`MAX_VALUES` string
+values of a call are traced (the rest are ``unknown``), each by its first
+:data:`MAX_NEEDLE_CHARS` characters. The work is done on first use, once per call: each
+message's text is normalised and its words indexed once (kept for the last 8,192 messages
+seen), a value is looked for only in the messages holding its rarest word, and a context
+that extends one asked about before reuses its work. A gate that does not take
+``provenance`` costs nothing.
 
 **Confidential data.** :meth:`Provenance.carries` answers the other question a flow
 rule asks: does an argument (a mail body) carry data from a result labelled confidential
