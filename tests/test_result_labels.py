@@ -219,3 +219,20 @@ async def test_a_label_hook_that_never_answers_makes_the_result_untrusted() -> N
             assert "timed out" in error.error
     finally:
         blocked.set()
+
+
+async def test_labels_survive_the_session_file(tmp_path: Any) -> None:
+    from mainspring.sessions import read_session
+
+    path = tmp_path / "s.jsonl"
+    agent = Agent(
+        model="faux:t",
+        provider=FauxProvider(CALLS),
+        tools=[read_inbox],
+        settings=Settings(session_path=str(path)),
+        autoload=False,
+    )
+    await agent.prompt("check the inbox")
+
+    (stored,) = [m for m in read_session(path).messages if m.role == "tool_result"]
+    assert stored.labels == INBOX
