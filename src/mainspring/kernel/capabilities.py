@@ -61,6 +61,7 @@ CAPABILITY_OF: Final[Mapping[str, str]] = {
     "before_tool_call": "gate",
     "request_approval": "approve",
     "after_tool_result": "redact",
+    "label_tool_result": "redact",
     "filter_tool_update": "redact",
     "transform_context": "context",
     "convert_to_llm": "context",
