@@ -167,10 +167,9 @@ async def before_tool_call(
       :mod:`mainspring.effects`).
     - ``agent``, ``signal``: the agent and the run's abort signal.
     - ``provenance``: a :class:`~mainspring.provenance.Provenance`: for each argument,
-      where its value was seen in the context the model was sent (the user's prompt, the
-      system prompt, a tool result with its labels, or nowhere: model-generated). Computed
-      on first use, so a gate that does not take it costs nothing (see
-      ``docs/policy.md``).
+      where its value was seen in the run's context (the user's prompt, the system
+      prompt, a tool result with its labels, or nowhere: model-generated). Computed on
+      first use, so a gate that does not take it costs nothing (see ``docs/policy.md``).
     - ``labels``: the join of the labels of every labelled message of that context
       (``None`` when none is labelled): ``untrusted`` once any untrusted content was read.
 

@@ -7,6 +7,11 @@ call, and its :class:`~mainspring.effects.Labels`), a compaction summary; or now
 model generated it). A gate that receives ``provenance`` can then ask: was this recipient
 named by the user, or did it come only from untrusted content (an injected instruction)?
 
+The context searched is the run's system prompt and transcript as the call is decided:
+the messages ``transform_context`` projects the request from. What a transform adds to a
+request alone is not searched (a value taken from it is ``model``); what it removes still
+is.
+
 **Matching** is robust to the serialisation the model saw: a value is looked for as
 written, and JSON-escaped (``\\"``, ``\\n``, ``\\u00e9``: a tool result that is JSON text
 shows its strings escaped); runs of whitespace count as one space on both sides; an
