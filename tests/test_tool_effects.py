@@ -101,3 +101,22 @@ def test_an_unknown_word_stops_the_agent_from_starting() -> None:
 )
 def test_mcp_annotations_map_onto_effects(hints: dict[str, bool], expected: set[str]) -> None:
     assert effects_from_hints(**hints) == frozenset(expected)
+
+
+def test_an_mcp_servers_annotations_give_effects_and_idempotence() -> None:
+    from mainspring.effects import from_mcp_annotations
+
+    assert from_mcp_annotations({"readOnlyHint": True, "idempotentHint": True}) == (
+        frozenset({"read"}),
+        True,
+    )
+    assert from_mcp_annotations({"readOnlyHint": False, "openWorldHint": True}) == (
+        frozenset({"write", "egress"}),
+        False,
+    )
+    # garbage from a hostile server counts as no hint at all
+    assert from_mcp_annotations({"readOnlyHint": "yes", "idempotentHint": 1}) == (
+        frozenset({UNKNOWN}),
+        False,
+    )
+    assert from_mcp_annotations(None) == (frozenset({UNKNOWN}), False)

@@ -45,6 +45,7 @@ __all__ = [
     "check_effects",
     "check_roles",
     "effects_from_hints",
+    "from_mcp_annotations",
     "join_labels",
     "message_labels",
 ]
@@ -139,6 +140,27 @@ def effects_from_hints(
     if open_world:
         found.add("egress")
     return frozenset(found)
+
+
+def from_mcp_annotations(annotations: Mapping[str, Any] | None) -> tuple[frozenset[str], bool]:
+    """``(effects, idempotent)`` for an MCP tool's ``annotations`` (the camelCase dict a
+    server sends: ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
+    ``openWorldHint``); see :func:`effects_from_hints`. A hint that is not a bool (a
+    hostile or broken server) counts as absent; ``idempotent`` is true only when
+    ``idempotentHint`` is ``True``.
+    """
+    found = annotations if isinstance(annotations, Mapping) else {}
+
+    def hint(key: str) -> bool | None:
+        value = found.get(key)
+        return value if isinstance(value, bool) else None
+
+    effects = effects_from_hints(
+        read_only=hint("readOnlyHint"),
+        destructive=hint("destructiveHint"),
+        open_world=hint("openWorldHint"),
+    )
+    return effects, hint("idempotentHint") is True
 
 
 class Labels(BaseModel):
