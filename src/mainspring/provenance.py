@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, final
@@ -363,10 +364,20 @@ _cache: list[tuple[str, tuple[Any, ...], _Haystack]] = []
 _CACHED = 4
 
 
+_lock = threading.Lock()
+"""Guards the shared caches (:data:`_entries`, :data:`_index`, :data:`_cache`): gates of
+agents running at once may trace in several threads (a plain ``def`` gate runs in one)."""
+
+
 def _haystack(system_prompt: str, messages: tuple[Any, ...]) -> _Haystack:
     """The haystack of a context: the one made for the same tuple, else one extending
     the haystack of a context it extends (same first message, and its last message at
     the same place), else a new one."""
+    with _lock:
+        return _haystack_unlocked(system_prompt, messages)
+
+
+def _haystack_unlocked(system_prompt: str, messages: tuple[Any, ...]) -> _Haystack:
     base: tuple[int, _Haystack] | None = None
     for slot, (prompt, known, haystack) in enumerate(_cache):
         if prompt != system_prompt:
@@ -554,10 +565,11 @@ def _trace(haystack: _Haystack, value: str, allowed: bool) -> Traced:
         return Traced(value, (UNKNOWN,))
     spellings, fold = _needles(value)
     origins: list[Origin] = []
-    for spelling in spellings:
-        for origin in haystack.find(spelling, fold):
-            if origin not in origins:
-                origins.append(origin)
+    with _lock:  # the word index may be growing in another thread
+        for spelling in spellings:
+            for origin in haystack.find(spelling, fold):
+                if origin not in origins:
+                    origins.append(origin)
     if origins:
         return Traced(value, tuple(origins))
     return Traced(value, (UNKNOWN if haystack.cut else MODEL,))
