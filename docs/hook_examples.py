@@ -89,9 +89,9 @@ async def before_tool_call(call: Any, args: Any, tool: Any) -> Block | Ask | Non
 
 
 @hookimpl
-def label_tool_result(call: Any, tool: Any) -> Labels | None:
-    """Mark what web fetches return as untrusted: a page may carry injected instructions."""
-    if call.name == "fetch" or "egress" in tool.effects:
+def label_tool_result(tool: Any) -> Labels | None:
+    """Mark what network tools return as untrusted: a page may carry injected instructions."""
+    if "egress" in tool.effects:
         return Labels(integrity="untrusted", sources=("web",))
     return None
 

@@ -63,7 +63,7 @@ def read_notes() -> str:
     return "the notes"
 
 
-@tool
+@tool(effects=("read", "egress"))
 def fetch(url: str) -> str:
     """Fetch a URL (pretend); reports progress."""
     ran.append(url)

@@ -341,3 +341,16 @@ async def test_installed_the_pack_blocks_under_its_entry_point_name(
     assert info is not None and (info.source, info.version) == ("entrypoint", INSTALLED)
     (decision,) = recorder.of_type("tool_decision")
     assert (decision.decision, decision.plugin) == ("block", PLUGIN)
+
+
+def test_a_policy_that_allows_flows_says_so(
+    policy_file: Any, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mainspring")
+    config = policy_file('[policy]\nuntrusted_flow = "allow"\nunknown_effect = "allow"\n')
+
+    _agent({"config": str(config), "workspace": str(tmp_path)})
+
+    (record,) = [r for r in caplog.records if r.name == "mainspring.policy_pack"]
+    assert "untrusted flow" in record.getMessage()
+    assert "unknown effect" in record.getMessage()
