@@ -120,3 +120,8 @@ def test_an_mcp_servers_annotations_give_effects_and_idempotence() -> None:
         False,
     )
     assert from_mcp_annotations(None) == (frozenset({UNKNOWN}), False)
+
+
+def test_a_role_for_an_argument_the_tool_does_not_have_is_an_error() -> None:
+    with pytest.raises(ValueError, match=r"move_file.*does not have: src"):
+        Tool("move_file", "Move.", SCHEMA, _echo, effects="write", roles={"src": "path"})

@@ -203,6 +203,14 @@ class Tool:
                 f'tool "{name}": parameters must be a pydantic model class or a JSON-Schema '
                 f"dict, got {parameters!r}"
             )
+        properties = self._schema.get("properties")
+        if self.roles and isinstance(properties, dict):
+            missing = sorted(set(self.roles) - set(properties))
+            if missing:
+                raise ValueError(
+                    f'tool "{name}": roles are declared for arguments it does not have: '
+                    f"{', '.join(missing)} (its arguments: {', '.join(properties) or 'none'})"
+                )
         self.name = name
         self.description = description
         self.parameters = parameters
