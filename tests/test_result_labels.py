@@ -236,3 +236,9 @@ async def test_labels_survive_the_session_file(tmp_path: Any) -> None:
 
     (stored,) = [m for m in read_session(path).messages if m.role == "tool_result"]
     assert stored.labels == INBOX
+
+
+def test_labels_survive_the_form_a_durable_journal_keeps() -> None:
+    result = ToolResult("From: eve@evil.example", labels=INBOX)
+
+    assert ToolResult.model_validate(result.model_dump(mode="json")) == result
