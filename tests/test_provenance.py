@@ -206,3 +206,17 @@ def test_one_huge_result_is_searched_up_to_its_bound() -> None:
 
     assert kinds(p, "to") == [{"unknown"}]
     assert kinds(p, "near") == [{"tool_result"}]
+
+
+def test_values_are_still_found_after_the_word_index_is_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    messages = (UserMessage(content="hello"), result("c1", "pay acct-4242 today"))
+    p = trace({"to": "acct-4242"}, *messages)
+    assert p.context_labels == UNTRUSTED  # its context is prepared now, indexed
+    monkeypatch.setattr(provenance_module, "_MAX_ENTRIES", 1)
+    assert trace({"x": "more text"}, UserMessage(content="a message that drops the index"))["x"]
+
+    assert [o.tool_call_id for o in p["to"][0].origins] == ["c1"]
+    again = trace({"to": "acct-4242"}, *messages)
+    assert [o.tool_call_id for o in again["to"][0].origins] == ["c1"]

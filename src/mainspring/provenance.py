@@ -142,9 +142,9 @@ characters belong to words, so a word of the index may be longer than a word of 
 needle next to a non-ASCII symbol: that can only hide a match, never invent one."""
 _PLAIN_JSON = re.compile(r'[^"\\\x00-\x1f\x7f]*')
 _PROBED_WORDS = 8
+"""A needle's longest words whose postings are compared to pick the rarest."""
 _PROBED_CHARS = 96
 """The words probed are taken from the needle's first this many characters."""
-"""A needle's longest words whose postings are compared to pick the rarest."""
 
 
 def _normal(text: str) -> str:
@@ -184,7 +184,7 @@ class _Entry:
         self.truncated = len(text) > MAX_MESSAGE_CHARS
         self.text = _normal(text[:MAX_MESSAGE_CHARS])
         self._folded: str | None = None
-        for word in set(_words(text.lower())):
+        for word in set(_words(self.text.lower())):
             _index.setdefault(word, set()).add(key)
 
     @property
@@ -215,9 +215,22 @@ def _holds(text: str, needle: str, limit: int) -> bool:
 
 _MAX_ENTRIES = 8192
 """Messages whose prepared text is kept; past it, all are dropped and prepared again."""
+_MAX_ENTRY_CHARS = 32_000_000
+"""Characters of prepared text kept; past it, likewise."""
 _entries: dict[int, tuple[Any, _Entry | None]] = {}
 _index: dict[str, set[int]] = {}
 """Each lower-case word of a prepared message → the keys of the messages holding it."""
+_held = [0, 0]
+"""``[characters of prepared text held, generation]``: the generation grows at each
+drop, and a haystack made in an earlier one searches every entry (its words are no
+longer in the index)."""
+
+
+def _drop() -> None:
+    _entries.clear()
+    _index.clear()
+    _held[0] = 0
+    _held[1] += 1
 
 
 def _entry(message: Any) -> _Entry | None:
@@ -228,8 +241,7 @@ def _entry(message: Any) -> _Entry | None:
     if known is not None and known[0] is message:
         return known[1]
     if known is not None:  # another object got the id of a dropped one
-        _entries.clear()
-        _index.clear()
+        _drop()
     role = getattr(message, "role", None)
     origin: Origin | None
     if role == "user":
@@ -245,11 +257,11 @@ def _entry(message: Any) -> _Entry | None:
         origin = Origin("summary", labels=message_labels(message))
     else:
         origin = None
-    if len(_entries) >= _MAX_ENTRIES:
-        _entries.clear()
-        _index.clear()
+    if len(_entries) >= _MAX_ENTRIES or _held[0] >= _MAX_ENTRY_CHARS:
+        _drop()
     entry = None if origin is None else _Entry(key, origin, _text(message))
     _entries[key] = (message, entry)
+    _held[0] += 0 if entry is None else len(entry.text)
     return entry
 
 
@@ -265,7 +277,16 @@ class _Haystack:
     as the bound reaches (``limits``), and ``cut`` is set.
     """
 
-    __slots__ = ("cut", "entries", "labels", "limits", "position", "system", "total")
+    __slots__ = (
+        "cut",
+        "entries",
+        "generation",
+        "labels",
+        "limits",
+        "position",
+        "system",
+        "total",
+    )
 
     def __init__(
         self,
@@ -276,6 +297,9 @@ class _Haystack:
     ) -> None:
         """The haystack of ``messages``; ``base``, if given, is that of their first
         ``known`` messages (and the same system prompt)."""
+        start = _held[1]
+        # entries made before a drop of the index are searched whole (see ``find``)
+        self.generation = start if base is None or base.generation == start else -1
         self.system = _normal(system_prompt)
         self.cut = False
         self.limits: list[int] | None = None
@@ -332,7 +356,7 @@ class _Haystack:
         words = sorted(set(_words(needle.lower(), _PROBED_CHARS)), key=len, reverse=True)
         del words[_PROBED_WORDS:]
         candidates: Iterable[int]
-        if not words:
+        if not words or self.generation != _held[1]:
             candidates = range(len(self.entries))
         else:
             postings = [_index.get(word) for word in words]
