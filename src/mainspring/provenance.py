@@ -299,7 +299,7 @@ class _Haystack:
         ``known`` messages (and the same system prompt)."""
         start = _held[1]
         # entries made before a drop of the index are searched whole (see ``find``)
-        self.generation = start if base is None or base.generation == start else -1
+        self.generation: int = start if base is None or base.generation == start else -1
         self.system = _normal(system_prompt)
         self.cut = False
         self.limits: list[int] | None = None
