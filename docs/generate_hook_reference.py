@@ -45,6 +45,7 @@ ORDER = (
     "count_tokens",
     "compact",
     "before_tool_call",
+    "label_tool_result",
     "request_approval",
     "after_tool_result",
     "filter_tool_update",

@@ -23,6 +23,7 @@ from mainspring import (
     hookimpl,
     tool,
 )
+from mainspring.effects import Labels
 from mainspring.providers import StreamDone, TextDelta
 
 SECRET_MARK = "sk-"
@@ -85,6 +86,14 @@ async def before_tool_call(call: Any, args: Any, tool: Any) -> Block | Ask | Non
         return Block("rm -rf is not allowed; delete specific files instead")
     if "sudo" in command:
         return Ask(f"run as root: {command}")
+    return None
+
+
+@hookimpl
+def label_tool_result(tool: Any) -> Labels | None:
+    """Mark what network tools return as untrusted: a page may carry injected instructions."""
+    if "egress" in tool.effects:
+        return Labels(integrity="untrusted", sources=("web",))
     return None
 
 

@@ -103,6 +103,34 @@ def test_tools_show_prints_the_description_and_schema_the_model_receives(
     assert cli(env, "tools", "show", "nope", "--plugin", "bundle_a").returncode == 2
 
 
+def test_tools_show_prints_effects_and_roles(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "mailer.py").write_text(
+        """
+from typing import Annotated
+from mainspring import hookimpl, tool
+from mainspring.effects import Role
+
+name = "mailer"
+
+@tool(effects=("send",))
+def send_mail(to: Annotated[str, Role("principal")], body: str) -> str:
+    \"\"\"Send a mail.\"\"\"
+    return "sent"
+
+@hookimpl
+def register_tools(agent):
+    return [send_mail]
+"""
+    )
+    shown = cli(env, "tools", "show", "send_mail", "--plugin", "mailer")
+    assert shown.returncode == 0, shown.stderr
+    assert "effects: send" in shown.stdout
+    assert "roles: to=principal" in shown.stdout
+    data = json.loads(cli(env, "tools", "show", "send_mail", "--json", "--plugin", "mailer").stdout)
+    assert data["effects"] == ["send"]
+    assert data["roles"] == {"to": "principal"}
+
+
 def test_output_piped_into_head_ends_quietly(env: dict[str, str]) -> None:
     done = subprocess.run(
         f"{sys.executable} -m mainspring plugins | head -1",

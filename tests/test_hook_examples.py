@@ -63,7 +63,7 @@ def read_notes() -> str:
     return "the notes"
 
 
-@tool
+@tool(effects=("read", "egress"))
 def fetch(url: str) -> str:
     """Fetch a URL (pretend); reports progress."""
     ran.append(url)
@@ -185,6 +185,13 @@ async def test_after_tool_result_redacts_keys() -> None:
     steps = [faux.tool_call("fetch", {"url": "https://example.com"}), faux.text("done")]
     run = await scripted_run(steps, plugins=[plugin("after_tool_result")], tools=[fetch])
     assert run.recorder.of_type("tool_execution_end")[0].result.text == "token [redacted] found"
+
+
+async def test_label_tool_result_marks_fetched_pages_untrusted() -> None:
+    steps = [faux.tool_call("fetch", {"url": "https://example.com"}), faux.text("done")]
+    run = await scripted_run(steps, plugins=[plugin("label_tool_result")], tools=[fetch])
+    (message,) = run.recorder.messages("tool_result")
+    assert message.labels is not None and message.labels.untrusted
 
 
 async def test_filter_tool_update_redacts_progress() -> None:

@@ -37,6 +37,7 @@ def test_the_hookspecs_module_declares_the_hooks_of_the_design() -> None:
         "transform_context",
         "convert_to_llm",
         "before_tool_call",
+        "label_tool_result",
         "request_approval",
         "after_tool_result",
         "filter_tool_update",

@@ -26,14 +26,14 @@ OPENAI = "sk-proj-" + "A1b2C3d4" * 4
 SECRETS = (AWS, GITHUB, OPENAI)
 
 
-@tool
+@tool(effects=("read",))
 async def read_env(ctx: ToolContext) -> str:
     """Report progress, then return a file full of secrets."""
     ctx.update(f"found GITHUB_TOKEN={GITHUB}")
     return f"AWS_ACCESS_KEY_ID={AWS}\nGITHUB_TOKEN={GITHUB}\n"
 
 
-@tool
+@tool(effects=("none",))
 def fail_loudly() -> str:
     """Fail with a secret in the message."""
     raise ValueError(f"bad token {GITHUB}")

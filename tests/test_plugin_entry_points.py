@@ -41,7 +41,7 @@ GOOD_PLUGIN = '''
 from mainspring import hookimpl, tool
 
 
-@tool
+@tool(effects=("none",))  # declared, so an installed policy pack need not ask about it
 def {tool}(text: str) -> str:
     """Answer with a pong."""
     return "pong:" + text

@@ -26,11 +26,13 @@ import pluggy
 from .hooks.table import HOOKS
 
 if TYPE_CHECKING:
+    from .effects import Labels
     from .errors import Approval, ApprovalRequest, Ask, Block, CompactionResult, Edit, NextTurn
     from .kernel.agent_view import AgentView
     from .kernel.events import Event
     from .kernel.state import AgentState
     from .messages import ToolCall
+    from .provenance import Provenance
     from .providers.base import Model, Provider
     from .signal import AbortSignal
     from .tools import Tool, ToolResult
@@ -151,7 +153,13 @@ async def compact(
 
 @hookspec
 async def before_tool_call(
-    call: ToolCall, args: Any, tool: Tool, agent: AgentView, signal: AbortSignal
+    call: ToolCall,
+    args: Any,
+    tool: Tool,
+    agent: AgentView,
+    signal: AbortSignal,
+    provenance: Provenance,
+    labels: Labels | None,
 ) -> Block | Ask | Edit | None:
     """Gate a tool call: allow it, refuse it with a reason the model will see, or edit it.
 
@@ -165,9 +173,17 @@ async def before_tool_call(
       their values, read as ``args["command"]``, ``args.get("command")`` or
       ``args.command`` (nested objects alike). The tool itself still gets its own form
       (an instance of its parameters model, or the dict of a JSON-Schema tool).
-    - ``tool``: the :class:`~mainspring.Tool` that will run.
+    - ``tool``: the :class:`~mainspring.Tool` that will run; ``tool.effects`` and
+      ``tool.roles`` say what it does and what its arguments are (see
+      :mod:`mainspring.effects`).
     - ``agent``, ``signal``: the plugin's :class:`~mainspring.AgentView` and the run's
       abort signal.
+    - ``provenance``: a :class:`~mainspring.provenance.Provenance`: for each argument,
+      where its value was seen in the run's context (the user's prompt, the system
+      prompt, a tool result with its labels, or nowhere: model-generated). Computed on
+      first use, so a gate that does not take it costs nothing (see ``docs/policy.md``).
+    - ``labels``: the join of the labels of every labelled message of that context
+      (``None`` when none is labelled): ``untrusted`` once any untrusted content was read.
 
     **Returns:** :class:`~mainspring.Block` to refuse, :class:`~mainspring.Ask` to let an
     approver decide, :class:`~mainspring.Edit` to run the call with other arguments (they
@@ -181,6 +197,31 @@ async def before_tool_call(
 
     **If it raises:** fail closed. The call is blocked with an error result naming the
     plugin, and a ``hook_error`` event is emitted.
+    """
+
+
+@hookspec
+async def label_tool_result(
+    call: ToolCall, result: ToolResult, tool: Tool, agent: AgentView
+) -> Labels | None:
+    """Label the result of a tool the plugin does not own (inbound mail: ``untrusted``).
+
+    **When:** for each executed call, after the ``after_tool_result`` filters, before the
+    result enters the transcript.
+
+    **Parameters:**
+    - ``call``: the :class:`~mainspring.ToolCall`.
+    - ``result``: the (filtered) :class:`~mainspring.ToolResult`; its ``labels`` are the
+      tool's own, joined with those of any result a filter replaced.
+    - ``tool``: the :class:`~mainspring.Tool` that ran.
+    - ``agent``: the plugin's :class:`~mainspring.AgentView`.
+
+    **Returns:** a :class:`~mainspring.effects.Labels`, or ``None`` to add nothing. Every
+    implementation is called; the result's labels become the join of the tool's and all
+    returned (so a hook can raise a label, never lower one).
+
+    **If it raises:** fail closed. The result is labelled ``untrusted``, a ``hook_error``
+    event names the plugin, and the other implementations are still called.
     """
 
 

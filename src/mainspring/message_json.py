@@ -63,7 +63,9 @@ def _any_adapter() -> TypeAdapter[Any]:
 def encode_message(message: Any) -> dict[str, Any]:
     """The JSON form of a transcript entry. Total: it never raises.
 
-    For what pydantic can dump, this is ``model_dump(mode="json")``. A value it cannot
+    For what pydantic can dump, this is ``model_dump(mode="json")``, less a ``labels``
+    field that is ``None`` (labels, where set, are kept; see :mod:`mainspring.effects`).
+    A value it cannot
     (an ``object()``, a lock, a generator, non-UTF-8 bytes, a circular or too deeply nested
     structure, in ``ToolResult.details`` say) is written as a short description naming its
     type, such as ``"<unserializable: _thread.lock>"``, never its ``repr``; the rest of the
@@ -128,7 +130,12 @@ _CONTAINERS = frozenset({dict, list, tuple})
 
 def _public_fields(value: Any) -> dict[str, Any]:
     if isinstance(value, BaseModel):
-        found = {name: getattr(value, name) for name in type(value).model_fields}
+        # an unset ``labels`` is left out: an unlabelled entry is written as it always was
+        found = {
+            name: getattr(value, name)
+            for name in type(value).model_fields
+            if name != "labels" or getattr(value, name) is not None
+        }
         found.update(value.model_extra or {})
         return found
     names = (

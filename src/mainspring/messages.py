@@ -19,6 +19,8 @@ from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .effects import Labels
+
 __all__ = [
     "LLM_ROLES",
     "AssistantContent",
@@ -280,7 +282,11 @@ class AssistantMessage(_Frozen):
 
 
 class ToolResultMessage(_Frozen):
-    """The outcome of one tool call, sent back to the model."""
+    """The outcome of one tool call, sent back to the model.
+
+    ``labels`` (see :mod:`mainspring.effects`) are the result's: what its content may be
+    trusted with.
+    """
 
     role: Literal["tool_result"] = "tool_result"
     tool_call_id: str
@@ -288,6 +294,7 @@ class ToolResultMessage(_Frozen):
     content: tuple[UserContent, ...] = ()
     details: Any = None
     is_error: bool = False
+    labels: Labels | None = None
     timestamp: float = Field(default_factory=_now)
 
     @property
@@ -309,7 +316,9 @@ class CompactionSummary(_Frozen):
     """Stands for the messages a compaction removed; rendered to the model as text.
 
     ``summary`` is what the model is told about the removed part; ``removed`` counts the
-    messages it replaces (across repeated compactions).
+    messages it replaces (across repeated compactions). ``labels`` is the join of the
+    labels of what it replaced (:func:`mainspring.effects.join_labels`): a summary of
+    untrusted mail is untrusted.
     """
 
     role: Literal["compaction"] = "compaction"
@@ -317,6 +326,7 @@ class CompactionSummary(_Frozen):
     removed: int = 0
     tokens_before: int = 0
     details: Any = None
+    labels: Labels | None = None
     timestamp: float = Field(default_factory=_now)
 
     @property

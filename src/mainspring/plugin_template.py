@@ -93,7 +93,7 @@ Configure it through the agent's settings, or the config file's
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import mainspring

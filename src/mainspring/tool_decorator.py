@@ -26,6 +26,9 @@ the signature:
   None``), or an unannotated parameter named ``ctx``, is not part of the schema: the
   running call's context is passed to it.
 - ``*args`` and ``**kwargs`` are rejected (``TypeError``), as are generator functions.
+- ``Annotated[..., Role("path")]`` gives a parameter its role (see
+  :mod:`mainspring.effects`); ``@tool(effects=(...))`` says what the tool does. An
+  unknown word is a ``TypeError`` naming the function and the word.
 
 An ``async def`` function is awaited on the event loop; a plain function runs in a
 worker thread. Whatever the function returns is the tool's result (the kernel accepts a
@@ -47,13 +50,14 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Final, Union, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.errors import PydanticUserError
 from pydantic.fields import FieldInfo
 
+from .effects import Role
 from .logs import get_logger
 from .tool_docstrings import parse_docstring
 from .tools import Tool, ToolContext
@@ -75,6 +79,7 @@ def tool(
     label: str | None = None,
     idempotent: bool = False,
     prepare_arguments: Callable[[dict[str, Any]], Any] | None = None,
+    effects: Iterable[str] | str | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -89,14 +94,15 @@ def tool(
     label: str | None = None,
     idempotent: bool = False,
     prepare_arguments: Callable[[dict[str, Any]], Any] | None = None,
+    effects: Iterable[str] | str | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function into a :class:`~mainspring.tools.Tool` (see the module docs).
 
     Use bare (``@tool``) or with options (``@tool(name=..., description=...,
-    sequential=..., timeout_s=..., label=..., idempotent=..., prepare_arguments=...)``).
-    ``name`` defaults to the function's name and ``description`` to its docstring without
-    the argument section; the other options are passed to :class:`~mainspring.tools.Tool`
-    unchanged. Raises
+    sequential=..., timeout_s=..., label=..., idempotent=..., prepare_arguments=...,
+    effects=...)``). ``name`` defaults to the function's name and ``description`` to its
+    docstring without the argument section; the other options are passed to
+    :class:`~mainspring.tools.Tool` unchanged. Raises
     ``TypeError`` when the function cannot become a tool, naming the function and why.
 
     Supported annotations are those pydantic validates (``str``, numbers, ``bool``,
@@ -117,6 +123,7 @@ def tool(
             label=label,
             idempotent=idempotent,
             prepare_arguments=prepare_arguments,
+            effects=effects,
         )
 
     if fn is None:
@@ -145,6 +152,7 @@ def _build(
     label: str | None,
     idempotent: bool = False,
     prepare_arguments: Callable[[dict[str, Any]], Any] | None = None,
+    effects: Iterable[str] | str | None = None,
 ) -> Tool:
     where = f"@tool {getattr(fn, '__qualname__', None) or repr(fn)}"
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
@@ -172,6 +180,7 @@ def _build(
     # (parameter name, model field name or None for the context, positional-only)
     plan: list[tuple[str, str | None, bool]] = []
     context_parameter: str | None = None
+    roles: dict[str, str] = {}
     taken = set(signature.parameters)
     for index, parameter in enumerate(signature.parameters.values()):
         if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
@@ -200,6 +209,9 @@ def _build(
             context_parameter = parameter.name
             plan.append((parameter.name, None, positional_only))
             continue
+        role = _role(hint)
+        if role is not None:
+            roles[parameter.name] = role
         field_name = _field_name(parameter.name, index, taken)
         taken.add(field_name)
         extra: list[FieldInfo] = []
@@ -267,8 +279,10 @@ def _build(
             label=label,
             idempotent=idempotent,
             prepare_arguments=prepare_arguments,
+            effects=effects,
+            roles=roles,
         )
-    except (PydanticUserError, TypeError) as error:
+    except (PydanticUserError, TypeError, ValueError) as error:
         raise TypeError(f"{where}: cannot describe its parameters: {error}") from error
     return built
 
@@ -277,6 +291,15 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004
     )
+
+
+def _role(hint: Any) -> str | None:
+    """The word of the last :class:`~mainspring.effects.Role` in ``hint``'s
+    ``Annotated`` metadata, or ``None``."""
+    if typing.get_origin(hint) is not Annotated:
+        return None
+    found = [item.name for item in typing.get_args(hint)[1:] if isinstance(item, Role)]
+    return found[-1] if found else None
 
 
 def _is_context(hint: Any) -> bool:

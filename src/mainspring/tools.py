@@ -9,12 +9,13 @@ arguments that failed validation.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from .effects import Labels, check_effects, check_roles
 from .messages import ImageContent, TextContent, freeze, thaw
 from .providers.base import ToolSpec
 from .signal import AbortSignal
@@ -36,7 +37,10 @@ class ToolResult(BaseModel):
     ``is_error`` tells the model the call failed. ``terminate`` asks the run to end after
     this batch: when every result of a tool batch sets it, the follow-up model request is
     skipped and the run ends with ``agent_end`` reason ``terminated`` (a tool that hands
-    its result to the user, or a result filter that decides the work is done).
+    its result to the user, or a result filter that decides the work is done). ``labels``
+    (a :class:`~mainspring.effects.Labels`) say what the content may be trusted with. They
+    are kept in the transcript, events and session files; a result filter can add to them
+    but never lower them (the kernel joins the labels of the result a filter replaced).
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
@@ -45,6 +49,7 @@ class ToolResult(BaseModel):
     details: Any = None
     is_error: bool = False
     terminate: bool = False
+    labels: Labels | None = None
 
     def __init__(
         self,
@@ -52,8 +57,11 @@ class ToolResult(BaseModel):
         details: Any = None,
         is_error: bool = False,
         terminate: bool = False,
+        labels: Labels | None = None,
     ) -> None:
-        super().__init__(content=content, details=details, is_error=is_error, terminate=terminate)
+        super().__init__(
+            content=content, details=details, is_error=is_error, terminate=terminate, labels=labels
+        )
 
     @field_validator("content", mode="before")
     @classmethod
@@ -150,18 +158,25 @@ class Tool:
     synchronous and runs on the event loop, so it must be quick. If it raises or returns
     something other than a mapping, the call gets an error result, as for invalid
     arguments; the transcript keeps the arguments the model sent.
+    ``effects`` say what running it does (words of :data:`mainspring.effects.EFFECTS`;
+    none declared: ``{"unknown"}``) and ``roles`` what its arguments are (argument name →
+    a word of :data:`mainspring.effects.ROLES`). Gates read them as ``tool.effects`` (a
+    frozenset) and ``tool.roles`` (a mapping); an unknown word is a ``ValueError`` naming
+    the tool and the word.
     """
 
     __slots__ = (
         "_is_async",
         "_schema",
         "description",
+        "effects",
         "execute",
         "idempotent",
         "label",
         "name",
         "parameters",
         "prepare_arguments",
+        "roles",
         "sequential",
         "timeout_s",
     )
@@ -177,9 +192,13 @@ class Tool:
         label: str | None = None,
         idempotent: bool = False,
         prepare_arguments: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None,
+        effects: Iterable[str] | str | None = None,
+        roles: Mapping[str, str] | None = None,
     ) -> None:
         if not name or not isinstance(name, str):
             raise ValueError("a tool needs a non-empty string name")
+        self.effects = check_effects(name, effects)
+        self.roles: Mapping[str, str] = check_roles(name, roles)
         if not callable(execute):
             raise TypeError(f'tool "{name}": execute must be callable')
         if prepare_arguments is not None and (
@@ -206,6 +225,14 @@ class Tool:
                 f'tool "{name}": parameters must be a pydantic model class or a JSON-Schema '
                 f"dict, got {parameters!r}"
             )
+        properties = self._schema.get("properties")
+        if self.roles and isinstance(properties, dict):
+            missing = sorted(set(self.roles) - set(properties))
+            if missing:
+                raise ValueError(
+                    f'tool "{name}": roles are declared for arguments it does not have: '
+                    f"{', '.join(missing)} (its arguments: {', '.join(properties) or 'none'})"
+                )
         self.name = name
         self.description = description
         self.parameters = parameters
@@ -279,4 +306,7 @@ class Tool:
         return result
 
     def __repr__(self) -> str:
-        return f"Tool({self.name!r}, sequential={self.sequential}, timeout_s={self.timeout_s})"
+        return (
+            f"Tool({self.name!r}, sequential={self.sequential}, timeout_s={self.timeout_s}, "
+            f"effects={sorted(self.effects)})"
+        )

@@ -14,8 +14,25 @@ from mainspring.testing import faux
 PACK = "mainspring-policy-pack"
 
 
+# an MCP server's tools declare no argument roles: the pack's policy file gives them
+POLICY = """
+[policy.tools.read]
+effects = ["read"]
+args = {path = "path"}
+
+[policy.tools.secret]
+effects = ["read"]
+
+[policy.tools.leaky_progress]
+effects = ["read"]
+"""
+
+
 def with_pack(settings: Settings, workspace: Path) -> Settings:
-    return settings.model_copy(update={"plugin_options": {PACK: {"workspace": str(workspace)}}})
+    config = workspace / "policy.toml"
+    config.write_text(POLICY)
+    options = {"workspace": str(workspace), "config": str(config)}
+    return settings.model_copy(update={"plugin_options": {PACK: options}})
 
 
 async def test_the_sandbox_gate_blocks_an_mcp_tool(shared_server: Settings, tmp_path: Path) -> None:

@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import mainspring_policy_pack
 import pytest
 
 from mainspring import Agent, Settings, Tool, ToolContext, ToolResult, tool
+from mainspring.effects import Role
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar
 
 PLUGIN = "mainspring-policy-pack"
@@ -78,43 +79,46 @@ class PolicyRun:
 
 
 def _stand_in_tools(executed: list[tuple[str, dict[str, Any]]]) -> list[Tool]:
-    @tool
-    def touch(path: str) -> str:
+    @tool(effects=("write",))
+    def touch(path: Annotated[str, Role("path")]) -> str:
         """Create a file (pretend)."""
         executed.append(("touch", {"path": path}))
         return f"touched {path}"
 
-    @tool
-    def copy(file: str, file_path: str) -> str:
+    @tool(effects=("read", "write"))
+    def copy(file: Annotated[str, Role("path")], file_path: Annotated[str, Role("path")]) -> str:
         """Copy a file (pretend)."""
         executed.append(("copy", {"file": file, "file_path": file_path}))
         return "copied"
 
-    @tool
-    def list_dir(directory: str = ".") -> str:
+    @tool(effects=("read",))
+    def list_dir(directory: Annotated[str, Role("path")] = ".") -> str:
         """List a directory (pretend)."""
         executed.append(("list_dir", {"directory": directory}))
         return "listed"
 
-    @tool
-    def bash(command: str, cwd: str | None = None) -> str:
+    @tool(effects=("execute",))
+    def bash(
+        command: Annotated[str, Role("command")],
+        cwd: Annotated[str | None, Role("path")] = None,
+    ) -> str:
         """Run a shell command (pretend: it is only recorded)."""
         executed.append(("bash", {"command": command, "cwd": cwd}))
         return f"ran {command}"
 
     @tool
     def run_script(command: str) -> str:
-        """Another command runner, not a shell tool unless configured."""
+        """Another command runner, which declares nothing (its effect is unknown)."""
         executed.append(("run_script", {"command": command}))
         return "ran"
 
-    @tool
+    @tool(effects=("write",))
     def deploy(targets: list[str]) -> str:
         """Deploy to several paths (pretend)."""
         executed.append(("deploy", {"targets": targets}))
         return "deployed"
 
-    @tool
+    @tool(effects=("none",))
     def echo(text: str, ctx: ToolContext, is_error: bool = False) -> ToolResult:
         """Return the text, as a tool reading a file or a command's output would (and
         report it as progress first, as a streaming command would)."""
@@ -131,6 +135,7 @@ def _stand_in_tools(executed: list[tuple[str, dict[str, Any]]]) -> list[Tool]:
         "A JSON-Schema shell tool whose argument is not called command.",
         {"type": "object", "properties": {"line": {"type": "string"}}, "required": ["line"]},
         sh_execute,
+        effects=("execute",),
     )
     return [touch, copy, list_dir, bash, run_script, deploy, echo, sh]
 

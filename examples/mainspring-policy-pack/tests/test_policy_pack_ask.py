@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import mainspring_policy_pack
 import pytest
@@ -27,6 +27,7 @@ from mainspring import (
     hookimpl,
 )
 from mainspring import tool as make_tool
+from mainspring.effects import Role
 from mainspring.testing import ScriptedRun, faux, scripted_run
 
 PLUGIN = "mainspring-policy-pack"
@@ -58,20 +59,20 @@ class BlockEverything:
 
 
 def _tools(executed: list[str]) -> list[Any]:
-    @make_tool
-    def bash(command: str) -> str:
+    @make_tool(effects=("execute",))
+    def bash(command: Annotated[str, Role("command")]) -> str:
         """Run a shell command (pretend: it is only recorded)."""
         executed.append(command)
         return f"ran {command}"
 
-    @make_tool
-    def write(path: str, text: str = "") -> str:
+    @make_tool(effects=("write",))
+    def write(path: Annotated[str, Role("path")], text: str = "") -> str:
         """Write a file (pretend)."""
         executed.append(f"write {path}")
         return "written"
 
-    @make_tool
-    def read(path: str) -> str:
+    @make_tool(effects=("read",))
+    def read(path: Annotated[str, Role("path")]) -> str:
         """Read a file (pretend)."""
         executed.append(f"read {path}")
         return "read"
@@ -242,8 +243,9 @@ async def test_another_gate_blocking_wins_over_the_packs_ask(tmp_path: Path) -> 
     assert (decision.decision, decision.plugin) == ("block", "strict-gate")
     assert approver.asked == [] and executed == []
     # the pack did ask; the other gate's Block won
+    (bash,) = [tool for tool in agent.state.tools if tool.name == "bash"]
     asked = mainspring_policy_pack.before_tool_call(
-        ToolCall(id="c", name="bash", arguments=args), args, agent
+        ToolCall(id="c", name="bash", arguments=args), args, bash, agent
     )
     assert isinstance(asked, Ask)
 

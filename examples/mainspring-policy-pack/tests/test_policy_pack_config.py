@@ -7,13 +7,14 @@ import logging
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import importlib_metadata
 import mainspring_policy_pack
 import pytest
 
 from mainspring import Agent, PluginLoadError, Settings
+from mainspring.effects import Role
 from mainspring.testing import FauxProvider, faux
 
 PLUGIN = "mainspring-policy-pack"
@@ -48,8 +49,15 @@ def test_without_a_file_the_documented_default_applies(
 
     assert policy.source == "the default policy"
     assert policy.workspace == tmp_path.resolve()
-    assert policy.path_arguments == {"path", "file", "file_path", "directory", "cwd"}
-    assert policy.shell_tools == {"bash"}
+    assert (policy.unknown_effect, policy.untrusted_flow, policy.confidential_flow) == (
+        "ask",
+        "ask",
+        "ask",
+    )
+    assert policy.flow_effects == {"egress", "send", "write"}
+    assert policy.flow_roles == {"principal", "url"}
+    assert policy.unlabelled_results == "untrusted"
+    assert policy.tools == {}
     default = tomllib.loads(mainspring_policy_pack.DEFAULT_POLICY_TOML)
     assert [rule.name for rule in policy.deny_rules] == [
         r["name"] for r in default["shell"]["deny"]
@@ -70,6 +78,7 @@ def test_the_pack_registers_its_hooks_and_no_tools() -> None:
     assert set(info.hooks) == {
         "register_tools",
         "before_tool_call",
+        "label_tool_result",
         "after_tool_result",
         "filter_tool_update",
         "transform_context",
@@ -100,10 +109,11 @@ def test_the_option_wins_over_the_environment(
 
 
 def test_each_agent_has_its_own_policy(policy_file: Any) -> None:
-    strict = _agent({"config": str(policy_file('[shell]\ntools = ["bash", "sh"]\n'))})
+    strict = _agent({"config": str(policy_file('[policy]\nuntrusted_flow = "block"\n'))})
     lax = _agent({"config": str(policy_file("[shell]\nenabled = false\n"))})
 
-    assert mainspring_policy_pack.policy_for(strict).shell_tools == {"bash", "sh"}
+    assert mainspring_policy_pack.policy_for(strict).untrusted_flow == "block"
+    assert mainspring_policy_pack.policy_for(lax).untrusted_flow == "ask"
     assert mainspring_policy_pack.policy_for(lax).shell is False
 
 
@@ -265,7 +275,7 @@ def test_bad_plugin_options_stop_the_agent(options: dict[str, Any], message: str
 def test_the_shipped_default_policy_is_valid_toml_with_every_section() -> None:
     default = tomllib.loads(mainspring_policy_pack.DEFAULT_POLICY_TOML)
 
-    assert set(default) == {"sandbox", "shell", "redaction"}
+    assert set(default) == {"policy", "sandbox", "shell", "redaction"}
     assert all(rule["reason"] for rule in default["shell"]["deny"])
 
 
@@ -309,8 +319,8 @@ async def test_installed_the_pack_blocks_under_its_entry_point_name(
     from mainspring import tool
     from mainspring.testing import EventRecorder, check_event_grammar
 
-    @tool
-    def touch(path: str) -> str:
+    @tool(effects=("write",))
+    def touch(path: Annotated[str, Role("path")]) -> str:
         """Pretend to create a file."""
         return "touched"
 
@@ -331,3 +341,16 @@ async def test_installed_the_pack_blocks_under_its_entry_point_name(
     assert info is not None and (info.source, info.version) == ("entrypoint", INSTALLED)
     (decision,) = recorder.of_type("tool_decision")
     assert (decision.decision, decision.plugin) == ("block", PLUGIN)
+
+
+def test_a_policy_that_allows_flows_says_so(
+    policy_file: Any, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mainspring")
+    config = policy_file('[policy]\nuntrusted_flow = "allow"\nunknown_effect = "allow"\n')
+
+    _agent({"config": str(config), "workspace": str(tmp_path)})
+
+    (record,) = [r for r in caplog.records if r.name == "mainspring.policy_pack"]
+    assert "untrusted flow" in record.getMessage()
+    assert "unknown effect" in record.getMessage()

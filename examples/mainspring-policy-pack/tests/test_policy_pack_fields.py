@@ -60,7 +60,7 @@ def _agent(tmp_path: Path, tools: list[Any], steps: list[Any]) -> tuple[Agent, E
 async def test_a_field_hidden_from_repr_never_reaches_the_session_file_or_the_events(
     tmp_path: Path,
 ) -> None:
-    @tool
+    @tool(effects=("read",))
     def login(ctx: ToolContext) -> ToolResult:
         """Log in and report the credentials used."""
         ctx.update(Credentials("bot", TOKEN))

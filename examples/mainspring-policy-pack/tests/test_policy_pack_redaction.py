@@ -236,7 +236,7 @@ async def test_redaction_sees_what_a_later_trylast_filter_adds() -> None:
     from mainspring.testing import faux as _faux
     from mainspring.testing import scripted_run as _scripted_run
 
-    @_tool
+    @_tool(effects=("read",))
     def fetch() -> str:
         """Fetch something."""
         return "nothing secret"

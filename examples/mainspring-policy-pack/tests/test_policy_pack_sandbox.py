@@ -115,22 +115,20 @@ async def test_one_turn_gets_one_decision_per_call(policy_run: Any) -> None:
     assert [r.tool_call_id for r in run.results()] == ["ok1", "bad", "ok2"]
 
 
-async def test_path_argument_names_and_lists_are_configurable(
+async def test_roles_of_a_tool_the_pack_does_not_own_come_from_the_config(
     policy_run: Any, policy_file: Any
 ) -> None:
-    config = policy_file('[sandbox]\npath_arguments = ["targets"]\n')
+    config = policy_file('[policy.tools.deploy]\nargs = {targets = "paths"}\n')
+    calls = [
+        faux.tool_call("deploy", {"targets": ["sub/a", "../../etc"]}, id="list"),
+        faux.tool_call("deploy", {"targets": ["sub/a", "sub/b"]}, id="inside"),
+    ]
 
-    run = await policy_run(
-        [
-            [
-                faux.tool_call("deploy", {"targets": ["sub/a", "../../etc"]}, id="list"),
-                faux.tool_call("touch", {"path": "../not-checked-any-more"}, id="path"),
-            ],
-            faux.text("ok"),
-        ],
-        config=config,
-    )
+    undeclared = await policy_run([list(calls), faux.text("ok")])
+    run = await policy_run([list(calls), faux.text("ok")], config=config)
 
+    # without the roles, nothing says `targets` holds paths: both run
+    assert [d.decision for d in undeclared.decisions()] == ["allow", "allow"]
     blocked, allowed = run.decisions()
     assert (blocked.decision, blocked.plugin) == ("block", PLUGIN)
     assert "path argument 'targets' ('../../etc') climbs out" in blocked.reason

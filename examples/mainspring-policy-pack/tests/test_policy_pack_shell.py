@@ -8,7 +8,7 @@ from typing import Any
 import mainspring_policy_pack
 import pytest
 
-from mainspring import Agent, Block, Settings, ToolCall
+from mainspring import Agent, Block, Settings, Tool, ToolCall
 from mainspring.testing import FauxProvider, faux
 
 PLUGIN = "mainspring-policy-pack"
@@ -113,24 +113,32 @@ async def test_ordinary_commands_are_allowed(policy_run: Any, command: str) -> N
     assert run.executed == [("bash", {"command": command, "cwd": None})]
 
 
-async def test_only_the_configured_tools_are_shell_tools(policy_run: Any, policy_file: Any) -> None:
+async def test_the_command_rules_follow_the_execute_effect_not_the_name(
+    policy_run: Any, policy_file: Any
+) -> None:
     step = [faux.tool_call("run_script", {"command": "sudo ls"}), faux.text("ok")]
 
     default = await policy_run(list(step))
     configured = await policy_run(
-        list(step), config=policy_file('[shell]\ntools = ["bash", "run_script"]\n')
+        list(step),
+        config=policy_file(
+            '[policy.tools.run_script]\neffects = ["execute"]\nargs = {command = "command"}\n'
+        ),
     )
 
-    assert default.decisions()[0].decision == "allow"
+    # undeclared, its effect is unknown: asked about (no approver here: blocked)
+    assert default.decisions()[0].decision == "block"
+    (asked,) = default.recorder.of_type("tool_approval_request")
+    assert "declares no effect" in asked.reason
     assert configured.decisions()[0].decision == "block"
     assert "'privilege-escalation'" in configured.decisions()[0].reason
+    assert default.executed == configured.executed == []
 
 
 async def test_a_shell_tool_with_unknown_arguments_has_every_string_checked(
     policy_run: Any, policy_file: Any
 ) -> None:
-    config = policy_file('[shell]\ntools = ["sh"]\n')
-
+    config = None
     run = await policy_run(
         [
             [
@@ -210,9 +218,17 @@ def test_rule_evaluation_is_linear_in_the_command_length(tmp_path: Any, policy_f
         autoload=False,
         settings=Settings(plugin_options={PLUGIN: options}),
     )
+    bash = Tool(
+        "bash",
+        "Run a command.",
+        {"type": "object", "properties": {"command": {"type": "string"}}},
+        lambda args, ctx: "",
+        effects=("execute",),
+        roles={"command": "command"},
+    )
     for command, blocked in [("git push --force", True), ("git push --force-x", False)]:
         call = ToolCall(id="c", name="bash", arguments={"command": command})
-        decision = mainspring_policy_pack.before_tool_call(call, {"command": command}, agent)
+        decision = mainspring_policy_pack.before_tool_call(call, {"command": command}, bash, agent)
         assert isinstance(decision, Block) is blocked
     units = ["chmod -R ", "rm -r ", "cd / && ", "f(){ f|", "curl x | ", "rm -r /tmp/../ "]
     worst = 0.0
@@ -221,7 +237,7 @@ def test_rule_evaluation_is_linear_in_the_command_length(tmp_path: Any, policy_f
             command = (unit * (size // len(unit) + 1))[:size]
             call = ToolCall(id="c", name="bash", arguments={"command": command})
             start = time.perf_counter()
-            mainspring_policy_pack.before_tool_call(call, {"command": command}, agent)
+            mainspring_policy_pack.before_tool_call(call, {"command": command}, bash, agent)
             elapsed = time.perf_counter() - start
             worst = max(worst, elapsed) if size == 1_000_000 else worst
             assert elapsed < 0.1 + 0.9 * size / 1_000_000, (unit, size, elapsed)

@@ -180,17 +180,22 @@ def list_plugins(agent: Agent, broken: list[PluginLoadError], as_json: bool) -> 
 
 
 def show_tool(agent: Agent, name: str, as_json: bool) -> int:
-    """Print ``name``'s description and JSON schema, as the model receives them."""
+    """Print ``name``'s description and JSON schema, as the model receives them, and its
+    effects and argument roles (``--json``: the spec with ``effects`` and ``roles`` added)."""
     tools = {tool.name: tool for tool in agent.state.tools}
     tool = tools.get(name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
         return usage_error(f"no tool named {name!r}; tools: {known}")
     spec = tool.spec
+    effects, roles = sorted(tool.effects), dict(tool.roles)
     if as_json:
-        print(json.dumps(spec.model_dump(), indent=2))
+        print(json.dumps({**spec.model_dump(), "effects": effects, "roles": roles}, indent=2))
         return 0
     print(f"{spec.name}  [{agent.tool_owners.get(name)}]")
+    print(f"effects: {', '.join(effects)}")
+    if roles:
+        print("roles: " + ", ".join(f"{arg}={role}" for arg, role in roles.items()))
     print()
     print(spec.description or "(no description: the model sees only the name)")
     print()

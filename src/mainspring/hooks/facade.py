@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, final
 
+from ..effects import UNTRUSTED, Labels
 from ..errors import Ask, Block, CompactionResult, Edit, HookError
 from ..messages import freeze
 from ..tools import ToolResult
@@ -71,12 +72,11 @@ _ALLOWED = GateDecision(False)
 class _Gating:
     """The call as the gates of one ``before_tool_call`` see it, and what they decided."""
 
-    __slots__ = ("args", "asked", "call", "decision", "edited_by", "fingerprint")
+    __slots__ = ("args", "asked", "call", "decision", "edited_by")
 
-    def __init__(self, call: Any, args: Any, fingerprint: Any) -> None:
+    def __init__(self, call: Any, args: Any) -> None:
         self.call = call
         self.args = args
-        self.fingerprint = fingerprint
         self.asked: list[tuple[str, str, str | None]] = []
         self.edited_by: list[str] = []
         self.decision: GateDecision | None = None
@@ -86,7 +86,6 @@ class _Gating:
         plugin: str,
         arguments: Any,
         revalidate: Callable[[Any], Any] | None,
-        fingerprint: Callable[[Any], Any] | None,
     ) -> None:
         """Apply an ``Edit`` from ``plugin`` (a :class:`HookError` if it cannot run)."""
         if revalidate is None or not isinstance(arguments, Mapping):
@@ -98,7 +97,6 @@ class _Gating:
                 "before_tool_call", plugin, f"edited the arguments into invalid ones: {error}"
             ) from None
         self.call = self.call.model_copy(update={"arguments": freeze(dict(arguments))})
-        self.fingerprint = fingerprint(self.args) if fingerprint is not None else None
         self.edited_by.append(plugin)
 
     def outcome(self) -> GateDecision:
@@ -497,34 +495,27 @@ class Hooks:
         agent: Any,
         signal: AbortSignal,
         report: Report,
-        fingerprint: Callable[[Any], Any] | None = None,
         revalidate: Callable[[Any], Any] | None = None,
+        *,
+        provenance: Any = None,
+        labels: Any = None,
     ) -> GateDecision:
         """The first ``Block`` wins; a failing gate blocks (fail closed).
 
-        ``fingerprint(args)`` (given for arguments that could be changed in place) is
-        taken before the gates and after each one: a gate that changed the arguments
-        blocks the call, so what runs is what every gate saw. An ``Edit`` replaces the
-        call's arguments with ``revalidate(arguments)`` (the tool's validation; what it
-        raises blocks the call); the later gates see the edited call.
+        ``args`` are what the gates see (a read-only view: no gate can change what the
+        tool runs with). An ``Edit`` replaces the call's arguments with
+        ``revalidate(arguments)`` (the tool's validation; what it raises blocks the call);
+        the later gates see the edited call. ``provenance`` and ``labels`` are handed to
+        the gates that take them.
         """
         if not self.relay.has("before_tool_call"):
             return _ALLOWED
-        state = _Gating(call, args, fingerprint(args) if fingerprint is not None else None)
+        state = _Gating(call, args)
 
         def args_of(current: _Gating) -> tuple[Any, ...]:
-            return (current.call, current.args, tool, agent, signal)
+            return (current.call, current.args, tool, agent, signal, provenance, labels)
 
         def absorb(impl: Implementation, current: Any, result: Any) -> tuple[Any, bool]:
-            # a gate that is not handed the arguments cannot have changed them
-            if (
-                fingerprint is not None
-                and impl.argnames != ("call",)
-                and fingerprint(current.args) != current.fingerprint
-            ):
-                raise HookError(
-                    "before_tool_call", impl.plugin, "changed the arguments it was asked about"
-                )
             if result is None:
                 return current, False
             if isinstance(result, Block):
@@ -536,7 +527,7 @@ class Hooks:
                 current.asked.append((impl.plugin, _text(result.reason), result.rule))
                 return current, False
             if isinstance(result, Edit):
-                current.edit(impl.plugin, result.arguments, revalidate, fingerprint)
+                current.edit(impl.plugin, result.arguments, revalidate)
                 return current, False
             raise HookError(
                 "before_tool_call",
@@ -621,6 +612,36 @@ class Hooks:
 
         final: ToolResult = await self._drive("after_tool_result", result, args_of, absorb, failed)
         return final
+
+    async def label_tool_result(
+        self, call: ToolCall, result: ToolResult, tool: Tool, agent: Any, report: Report
+    ) -> Labels | None:
+        """The join of every implementation's labels for ``result`` (``None``: none given).
+
+        Every implementation is asked; one that fails (raises, returns something other
+        than :class:`~mainspring.effects.Labels`, times out) adds ``untrusted``: fail
+        closed.
+        """
+
+        def absorb(impl: Implementation, joined: Any, answer: Any) -> tuple[Any, bool]:
+            if answer is None:
+                return joined, False
+            if not isinstance(answer, Labels):
+                raise HookError(
+                    "label_tool_result",
+                    impl.plugin,
+                    f"returned a {type(answer).__name__}, not Labels",
+                )
+            return (answer if joined is None else joined.join(answer)), False
+
+        async def failed(error: HookError, joined: Any) -> tuple[Any, bool]:
+            await report(error, "result labelled untrusted (fail closed)")
+            return (UNTRUSTED if joined is None else joined.join(UNTRUSTED)), True
+
+        labels: Labels | None = await self._drive(
+            "label_tool_result", None, (call, result, tool, agent), absorb, failed
+        )
+        return labels
 
     async def filter_tool_update(
         self, call: ToolCall, partial: Any, agent: Any, signal: AbortSignal, report: Report

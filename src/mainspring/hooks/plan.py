@@ -60,6 +60,8 @@ class Implementation:
     function: Callable[..., Any]
     argnames: tuple[str, ...]
     call: Call
+    kwargnames: tuple[str, ...] = ()
+    """The spec arguments it takes as parameters with a default (passed by keyword)."""
     awaits: bool = False
     threaded: bool = False
     """Called in a worker thread: a plugin's plain ``def`` of a threaded hook."""
@@ -221,6 +223,7 @@ def compile_implementation(
         function=function,
         argnames=argnames,
         call=direct,
+        kwargnames=kwargnames,
         awaits=is_async,
         threaded=threaded,
         trusted=trusted,

@@ -136,7 +136,7 @@ def cap(result: ToolResult, limit: int | None) -> ToolResult:
     for block in result.content:
         if isinstance(block, TextContent):
             if remaining > 0:
-                content.append(TextContent(text=block.text[:remaining]))
+                content.append(block.model_copy(update={"text": block.text[:remaining]}))
             remaining -= len(block.text)
         else:
             content.append(block)

@@ -44,6 +44,7 @@ from .events import (
 )
 from .signal import RunAborted
 from .tool_context import CallContext, FileLocks, cap, to_result
+from .tool_meaning import gate_inputs, label_result
 
 if TYPE_CHECKING:
     from .run import Run
@@ -113,6 +114,7 @@ async def _prepare(
         return None
     hooks = run.hooks
     shown: Any = args  # no gate, nothing is shown
+    provenance = labels = None
     if hooks.relay.has("before_tool_call"):
         # the gates see a read-only copy: none can change what the tool runs with
         try:
@@ -124,13 +126,23 @@ async def _prepare(
             )
             await _finish_call(run, call, ToolResult.error(text))
             return None
+        # provenance and labels, made only for the gates that take them
+        provenance, labels = gate_inputs(run, call)
 
     def revalidate(arguments: Any) -> ToolArgs:
         # an edit is validated like the model's arguments; later gates see it as a view
         return gate_view(tool.validate(arguments))
 
     decision = await hooks.before_tool_call(
-        call, shown, tool, run.agent, run.signal, run.report_hook_error, None, revalidate
+        call,
+        shown,
+        tool,
+        run.agent,
+        run.signal,
+        run.report_hook_error,
+        revalidate,
+        provenance=provenance,
+        labels=labels,
     )
     edits: dict[str, Any] = {}
     if decision.edited_by:
@@ -312,6 +324,7 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
             result = await run.hooks.after_tool_result(
                 prepared.call, value, run.agent, run.signal, run.report_hook_error
             )
+            result = await label_result(run, prepared.call, prepared.tool, value, result)
             await _finish_call(run, prepared.call, cap(result, limit))
             if sequential and waiting and not run.signal.aborted:
                 launch(1)
@@ -437,5 +450,6 @@ async def settle_tool_calls(run: Run, reason: str) -> None:
                 content=result.content,
                 details=result.details,
                 is_error=result.is_error,
+                labels=result.labels,
             )
         )

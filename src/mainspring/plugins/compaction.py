@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..effects import join_labels, message_labels
 from ..errors import CompactionResult
 from ..hookspecs import hookimpl
 from ..messages import AssistantMessage, CompactionSummary, ToolResultMessage
@@ -93,5 +94,7 @@ def compact(messages: tuple[Any, ...], model: Any, agent: Any) -> CompactionResu
         details={"source": "fallback", "summaries": summaries},
         removed=removed,
         tokens_before=estimate_tokens(messages),
+        # what it stands for may have been untrusted or confidential: so is the marker
+        labels=join_labels(message_labels(message) for message in (*earlier, *dropped)),
     )
     return CompactionResult((marker, *kept), summary=marker.summary)

@@ -42,6 +42,7 @@ from typing import Annotated
 from pydantic import Field
 
 from mainspring import Tool, ToolContext, ToolResult, tool
+from mainspring.effects import Role
 from mainspring.providers.keys import guard_process_memory
 
 from .deadline import Deadline
@@ -95,10 +96,10 @@ def build_tools(
         aborted = (lambda: ctx.signal.aborted) if ctx is not None else (lambda: False)
         return Deadline(opts.file_timeout_s, what, aborted)
 
-    @tool(name="read", timeout_s=backstop_s)
+    @tool(name="read", timeout_s=backstop_s, effects=("read",))
     async def read(
         ctx: ToolContext,
-        path: str,
+        path: Annotated[str, Role("path")],
         offset: Annotated[int, Field(ge=1)] = 1,
         limit: Annotated[int, Field(ge=1)] | None = None,
     ) -> ToolResult:
@@ -121,8 +122,12 @@ def build_tools(
 
         return await _guarded(ws, action)
 
-    @tool(name="write", timeout_s=backstop_s)
-    async def write(ctx: ToolContext, path: str, content: str) -> ToolResult:
+    @tool(name="write", timeout_s=backstop_s, effects=("write",))
+    async def write(
+        ctx: ToolContext,
+        path: Annotated[str, Role("path")],
+        content: Annotated[str, Role("content")],
+    ) -> ToolResult:
         """Create or overwrite a file with the given content.
 
         Missing parent directories are created. The file is replaced atomically.
@@ -139,8 +144,13 @@ def build_tools(
 
         return await _guarded(ws, action)
 
-    @tool(name="edit", timeout_s=backstop_s)
-    async def edit(ctx: ToolContext, path: str, old_text: str, new_text: str) -> ToolResult:
+    @tool(name="edit", timeout_s=backstop_s, effects=("read", "write"))
+    async def edit(
+        ctx: ToolContext,
+        path: Annotated[str, Role("path")],
+        old_text: str,
+        new_text: Annotated[str, Role("content")],
+    ) -> ToolResult:
         """Replace one exact piece of text in a file.
 
         `old_text` must occur exactly once in the file, matching it character for
@@ -160,8 +170,8 @@ def build_tools(
 
         return await _guarded(ws, action)
 
-    @tool(name="ls", timeout_s=backstop_s)
-    async def ls(ctx: ToolContext, path: str = ".") -> ToolResult:
+    @tool(name="ls", timeout_s=backstop_s, effects=("read",))
+    async def ls(ctx: ToolContext, path: Annotated[str, Role("path")] = ".") -> ToolResult:
         """List a directory of the workspace, sorted; directories end with `/`.
 
         Args:
@@ -175,11 +185,11 @@ def build_tools(
 
         return await _guarded(ws, action)
 
-    @tool(name="grep", timeout_s=backstop_s)
+    @tool(name="grep", timeout_s=backstop_s, effects=("read",))
     async def grep(
         ctx: ToolContext,
         pattern: str,
-        path: str = ".",
+        path: Annotated[str, Role("path")] = ".",
         glob: str | None = None,
         ignore_case: bool = False,
     ) -> ToolResult:
@@ -210,6 +220,7 @@ def build_tools(
     @tool(
         name="bash",
         sequential=True,
+        effects=("execute",),
         description=(
             "Run a shell command in the workspace root (its working directory) and return "
             "its combined stdout and stderr and its exit code. Standard input is empty, so "
@@ -224,7 +235,7 @@ def build_tools(
     )
     async def bash(
         ctx: ToolContext,
-        command: str,
+        command: Annotated[str, Role("command")],
         timeout_s: Annotated[float, Field(gt=0, le=opts.bash_max_timeout_s)] | None = None,
     ) -> ToolResult:
         """Run a shell command.

@@ -1,13 +1,14 @@
 """mainspring-policy-pack: a security policy pack configured from a TOML file.
 
-Installed, it guards every agent with four things:
+Installed, it guards every agent by what its tools declare (their effects and the roles
+of their arguments, :mod:`mainspring.effects`; ``[policy.tools.NAME]`` in the policy file
+describes tools it does not own), never by a tool's or an argument's name:
 
-1. **A workspace sandbox** for path arguments of *any* tool (names configurable; default
-   ``path``, ``file``, ``file_path``, ``directory``, ``cwd``): a path that climbs out with
-   ``..``, an absolute path elsewhere, a path through a symlink that points out, and a
-   ``~`` path are refused. (``before_tool_call``)
+1. **A workspace sandbox** for every ``path``/``paths`` argument of any tool: a path that
+   climbs out with ``..``, an absolute path elsewhere, a path through a symlink that points
+   out, and a ``~`` path are refused. (``before_tool_call``)
 2. **Shell deny rules**, RE2 regular expressions (linear time in the command's length)
-   matched against the commands of the tools named in the config (default: ``bash``):
+   matched against the ``command`` arguments of every tool whose effect is ``execute``:
    ``rm -rf /`` (also ``//``, ``/./``, ``/tmp/../``), ``cd / && rm -rf *``,
    ``curl ... | sh``, ``sudo``, writes under ``/etc``, disk wipes, fork bombs of any
    function name... (``before_tool_call``)
@@ -27,6 +28,13 @@ Installed, it guards every agent with four things:
    ``tool_execution_update`` events don't either) and in what the model is sent
    (``transform_context``). ``details`` and progress reports are walked field by field,
    the way they are serialised (see :mod:`.redact`).
+
+5. **Information-flow rules** (:mod:`.flows`), on the provenance the kernel computes: an
+   ``egress``/``send``/``write`` call whose recipient or URL the user did not name and
+   that came from untrusted content (or was written by the model while untrusted content
+   was in its context), or that carries confidential-labelled data to such a recipient,
+   is asked about (or blocked, per the policy). A tool that declares no effect is asked
+   about. Tool results are labelled from the policy (``label_tool_result``).
 
 A refused call is blocked with a reason; the model sees it as an error tool result and the
 event stream records a ``tool_decision`` of ``block`` naming ``mainspring-policy-pack``.
@@ -74,8 +82,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import mainspring
-from mainspring import Ask, Block, StopRun, ToolResult, hookimpl, redactor
+from mainspring import Ask, Block, StopRun, ToolResult, hookimpl, nonblocking, redactor
+from mainspring.effects import Labels
 from mainspring.logs import get_logger
+from mainspring.provenance import Provenance
 
 from .config import (
     CONFIG_ENV,
@@ -86,8 +96,10 @@ from .config import (
     PathAskRule,
     Policy,
     PolicyError,
+    ToolMeaning,
     load_policy,
 )
+from .flows import flow_rules
 from .redact import Redactor
 from .rules import command_rules, path_problem, path_question, path_violation
 
@@ -102,9 +114,12 @@ __all__ = [
     "Policy",
     "PolicyError",
     "Redactor",
+    "ToolMeaning",
     "after_tool_result",
     "before_tool_call",
     "filter_tool_update",
+    "flow_rules",
+    "label_tool_result",
     "load_policy",
     "name",
     "path_problem",
@@ -164,26 +179,60 @@ def register_tools(agent: mainspring.Agent) -> Sequence[mainspring.Tool]:
 
 @hookimpl(tryfirst=True)
 def before_tool_call(
-    call: mainspring.ToolCall, args: Any, agent: mainspring.Agent
+    call: mainspring.ToolCall,
+    args: Any,
+    tool: mainspring.Tool,
+    agent: mainspring.Agent,
+    provenance: Provenance | None = None,
 ) -> Block | Ask | None:
-    """``Block`` a call whose path arguments leave the workspace, or whose shell command a
-    deny rule matches; else ``Ask`` about a call a path or shell ask rule matches (the
-    reason names the rule and what it matched); allow everything else. Every deny check
-    runs before any ask rule, so a deny always wins; a ``Block`` from another gate wins
-    over this ``Ask`` too (the kernel's rule)."""
+    """Decide a call by what its tool declares (effects and argument roles, with the
+    policy's ``[policy.tools.NAME]`` laid over), never by names.
+
+    ``Block``: a ``path``/``paths`` argument that leaves the workspace; a command of an
+    ``execute`` tool that a deny rule matches; an unknown effect or a broken flow rule set
+    to ``"block"``. Else ``Ask``: a path or shell ask rule that matches (the reason names
+    the rule and what it matched), an unknown effect (by default), an information flow
+    the user did not name (by default; see :mod:`.flows`). Every deny check runs before
+    any ask rule, so a deny always wins; a ``Block`` from another gate wins over this
+    ``Ask`` too (the kernel's rule)."""
     policy, _ = _policy(agent)
+    effects, roles = policy.meaning(tool)
     if policy.sandbox:
-        reason = path_violation(policy, args)
+        reason = path_violation(policy, roles, args)
         if reason:
             return Block(reason)
-    denied, asked = command_rules(policy, call.name, args) if policy.shell else (None, None)
+    denied, asked = command_rules(policy, effects, roles, args) if policy.shell else (None, None)
     if denied:
         return Block(denied)
+    questions: list[str] = []
+    if "unknown" in effects and policy.unknown_effect != "allow":
+        reason = (
+            f"tool {call.name!r} declares no effect, so what it does cannot be checked "
+            "(declare its effects, or describe it under [policy.tools])"
+        )
+        if policy.unknown_effect == "block":
+            return Block(reason)
+        questions.append(reason)
+    for action, reason in flow_rules(policy, effects, roles, provenance):
+        if action == "block":
+            return Block(reason)
+        questions.append(reason)
     if policy.sandbox:
-        reason = path_question(policy, call.name, args)
+        reason = path_question(policy, call.name, roles, args)
         if reason:
-            return Ask(reason)
-    return Ask(asked) if asked else None
+            questions.insert(0, reason)
+    if asked:
+        questions.insert(0, asked)
+    return Ask("; ".join(questions)) if questions else None
+
+
+@hookimpl
+@nonblocking
+def label_tool_result(call: mainspring.ToolCall, agent: mainspring.Agent) -> Labels | None:
+    """The labels ``[policy.tools.NAME] results = {...}`` gives the tool's results."""
+    policy, _ = _policy(agent)
+    said = policy.tools.get(call.name)
+    return None if said is None else said.results
 
 
 @hookimpl(trylast=True)

@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from mainspring.effects import EFFECTS, ROLES, Labels, check_effects, check_roles
+
 from .regex import Pattern, PatternError, compile_pattern
 from .schema import FileModel, OptionsModel
 
@@ -38,6 +40,7 @@ __all__ = [
     "Policy",
     "PolicyError",
     "RedactionRule",
+    "ToolMeaning",
     "load_policy",
 ]
 
@@ -104,16 +107,31 @@ class RedactionRule:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolMeaning:
+    """What the policy file says about one tool (``[policy.tools.NAME]``): its effects
+    (``None``: as the tool declares), the roles of its arguments (laid over the tool's
+    own), and the labels of its results (``None``: none added)."""
+
+    effects: frozenset[str] | None
+    roles: Mapping[str, str]
+    results: Labels | None
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     """The effective policy of one agent (defaults merged with its file)."""
 
     source: str
     workspace: Path
+    unknown_effect: Literal["allow", "ask", "block"]
+    untrusted_flow: Literal["allow", "ask", "block"]
+    confidential_flow: Literal["allow", "ask", "block"]
+    unlabelled_results: Literal["trusted", "untrusted"]
+    flow_effects: frozenset[str]
+    flow_roles: frozenset[str]
+    tools: Mapping[str, ToolMeaning]
     sandbox: bool
-    path_arguments: frozenset[str]
     shell: bool
-    shell_tools: frozenset[str]
-    command_arguments: tuple[str, ...]
     deny_rules: tuple[DenyRule, ...]
     ask_rules: tuple[AskRule, ...]
     path_ask_rules: tuple[PathAskRule, ...]
@@ -121,12 +139,29 @@ class Policy:
     redact_context: bool
     redaction_rules: tuple[RedactionRule, ...]
 
+    def meaning(self, tool: Any) -> tuple[frozenset[str], Mapping[str, str]]:
+        """``(effects, roles)`` of ``tool`` (a :class:`mainspring.Tool`) as this policy
+        sees it: the tool's own, with what ``[policy.tools.NAME]`` declares laid over."""
+        effects = getattr(tool, "effects", None) or frozenset({"unknown"})
+        roles: Mapping[str, str] = getattr(tool, "roles", None) or {}
+        said = self.tools.get(getattr(tool, "name", ""))
+        if said is None:
+            return effects, roles
+        return said.effects or effects, {**roles, **said.roles}
+
     def weakened(self) -> list[str]:
         """What this policy turns off that the default policy has on, one phrase each
         (empty for a policy at least as strict as the default): a part switched off, or
         default rules or patterns dropped (ask rules included: a call a default rule would
         have put to an approver runs without one)."""
         off = []
+        for key, default in (
+            ("unknown_effect", _DEFAULTS.policy.unknown_effect),
+            ("untrusted_flow", _DEFAULTS.policy.untrusted_flow),
+            ("confidential_flow", _DEFAULTS.policy.confidential_flow),
+        ):
+            if getattr(self, key) == "allow" and default != "allow":
+                off.append(f'the {key.replace("_", " ")} rule (policy.{key} = "allow")')
         if not self.sandbox:
             off.append("the workspace sandbox (sandbox.enabled = false)")
         if not self.shell:
@@ -159,11 +194,25 @@ def _problems(error: ValidationError) -> str:
     )
 
 
+_REPLACED = {
+    ("sandbox", "path_arguments"): 'declare roles: [policy.tools.NAME] args = {ARG = "path"}',
+    ("shell", "tools"): 'declare effects: [policy.tools.NAME] effects = ["execute"]',
+    ("shell", "command_arguments"): ('declare roles: [policy.tools.NAME] args = {ARG = "command"}'),
+}
+"""Keys of earlier versions, which guessed by name, and what replaces them."""
+
+
 def _parse(text: str, where: str) -> FileModel:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise PolicyError(f"{where} is not valid TOML: {error}") from None
+    for (section, key), instead in _REPLACED.items():
+        if isinstance(data.get(section), dict) and key in data[section]:
+            raise PolicyError(
+                f"{where}: {section}.{key} is no longer read: rules follow what tools declare, "
+                f"never argument or tool names; {instead}"
+            )
     try:
         return FileModel.model_validate(data)
     except ValidationError as error:
@@ -250,6 +299,37 @@ def _workspace(
     return real
 
 
+def _words(words: list[str], known: frozenset[str], key: str, where: str) -> frozenset[str]:
+    unknown = sorted(set(words) - known)
+    if unknown:
+        raise PolicyError(
+            f"{where}: {key} has unknown words {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(known))})"
+        )
+    return frozenset(words)
+
+
+def _tool_meaning(name: str, entry: Any, where: str) -> ToolMeaning:
+    """A ``[policy.tools.NAME]`` table, its words checked (an unknown one names the tool
+    and the word)."""
+    try:
+        effects = None if entry.effects is None else check_effects(name, entry.effects)
+        roles = check_roles(name, entry.args)
+    except ValueError as error:
+        raise PolicyError(f"{where}: policy.tools: {error}") from None
+    results = entry.results
+    labels = (
+        None
+        if results is None
+        else Labels(
+            integrity=results.integrity,
+            confidentiality=results.confidentiality,
+            sources=tuple(results.sources),
+        )
+    )
+    return ToolMeaning(effects, roles, labels)
+
+
 def load_policy(
     options: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
 ) -> Policy:
@@ -293,18 +373,23 @@ def load_policy(
     def pick(own: Any, default: Any) -> Any:
         return default if own is None else own
 
+    mine, theirs = file.policy, defaults.policy
     return Policy(
         source=where,
         workspace=_workspace(file, opts, base, env, where),
+        unknown_effect=pick(mine.unknown_effect, theirs.unknown_effect),
+        untrusted_flow=pick(mine.untrusted_flow, theirs.untrusted_flow),
+        confidential_flow=pick(mine.confidential_flow, theirs.confidential_flow),
+        unlabelled_results=pick(mine.unlabelled_results, theirs.unlabelled_results),
+        flow_effects=_words(
+            pick(mine.flow_effects, theirs.flow_effects), EFFECTS, "policy.flow_effects", where
+        ),
+        flow_roles=_words(
+            pick(mine.flow_roles, theirs.flow_roles), ROLES, "policy.flow_roles", where
+        ),
+        tools={name: _tool_meaning(name, entry, where) for name, entry in mine.tools.items()},
         sandbox=pick(file.sandbox.enabled, defaults.sandbox.enabled),
-        path_arguments=frozenset(
-            pick(file.sandbox.path_arguments, defaults.sandbox.path_arguments)
-        ),
         shell=pick(file.shell.enabled, defaults.shell.enabled),
-        shell_tools=frozenset(pick(file.shell.tools, defaults.shell.tools)),
-        command_arguments=tuple(
-            pick(file.shell.command_arguments, defaults.shell.command_arguments)
-        ),
         deny_rules=tuple(
             DenyRule(
                 entry.name,

@@ -1,11 +1,16 @@
 """The gate rules: the workspace sandbox for path arguments, shell deny rules, and the
 ask rules of both (a call that needs a person's approval).
 
-All look at the *validated* arguments the tool will run with (a pydantic model instance
-for ``@tool`` functions, a dict for JSON-Schema tools), by argument name: a field's name or
-its alias. Each returns the reason for its decision, or ``None``; the plugin turns a deny
-reason into ``Block`` and an ask reason into ``Ask``, and checks every deny rule before
-any ask rule, so a call that a deny rule matches is blocked whatever an ask rule says.
+They follow what a tool declares (its effects and its arguments' roles, see
+:mod:`mainspring.effects`, with the policy's ``[policy.tools.NAME]`` laid over), never a
+tool's or an argument's name: the sandbox checks every ``path``/``paths`` argument of any
+tool, the command rules every ``command`` argument of a tool whose effect is ``execute``.
+They look at the *validated* arguments the tool will run with (a pydantic model instance
+for ``@tool`` functions, a dict for JSON-Schema tools); a role names an argument as the
+model writes it (a field's name or its alias). Each returns the reason for its decision,
+or ``None``; the plugin turns a deny reason into ``Block`` and an ask reason into ``Ask``,
+and checks every deny rule before any ask rule, so a call that a deny rule matches is
+blocked whatever an ask rule says. The information-flow rules are in :mod:`.flows`.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +28,7 @@ from .config import Policy
 
 __all__ = [
     "arguments",
-    "command_question",
     "command_rules",
-    "command_violation",
     "path_problem",
     "path_question",
     "path_violation",
@@ -73,11 +76,14 @@ def path_problem(value: str, workspace: Path) -> str | None:
     return f"resolves through a symlink to {real}, outside the workspace {root}"
 
 
-def _paths(policy: Policy, args: Any) -> Iterator[tuple[str, str]]:
-    """``(argument name, path)`` for every path argument (a string, a path, or a list of
-    them)."""
+_PATH_ROLES = frozenset({"path", "paths"})
+
+
+def _paths(roles: Mapping[str, str], args: Any) -> Iterator[tuple[str, str]]:
+    """``(argument name, path)`` for every argument whose role is ``path`` or ``paths``
+    (a string, a path, or a list of them)."""
     for name, value in arguments(args):
-        if name not in policy.path_arguments:
+        if roles.get(name) not in _PATH_ROLES:
             continue
         values = value if isinstance(value, list | tuple) else [value]
         for item in values:
@@ -87,9 +93,9 @@ def _paths(policy: Policy, args: Any) -> Iterator[tuple[str, str]]:
                 yield name, item
 
 
-def path_violation(policy: Policy, args: Any) -> str | None:
+def path_violation(policy: Policy, roles: Mapping[str, str], args: Any) -> str | None:
     """The Block reason for the first path argument that leaves the workspace."""
-    for name, item in _paths(policy, args):
+    for name, item in _paths(roles, args):
         problem = path_problem(item, policy.workspace)
         if problem:
             return f"sandbox: path argument {name!r} ({item!r}) {problem}"
@@ -116,7 +122,9 @@ def workspace_spellings(value: str, workspace: Path) -> list[str]:
     return spellings
 
 
-def path_question(policy: Policy, tool_name: str, args: Any) -> str | None:
+def path_question(
+    policy: Policy, tool_name: str, roles: Mapping[str, str], args: Any
+) -> str | None:
     """The Ask reason of the first path ask rule that applies to ``tool_name`` and to one
     of its path arguments, or ``None``. A path is taken relative to the workspace, both as
     written and resolved through symlinks; a ``"matches"`` rule asks when either spelling
@@ -126,7 +134,7 @@ def path_question(policy: Policy, tool_name: str, args: Any) -> str | None:
     rules = [r for r in policy.path_ask_rules if r.tools is None or tool_name in r.tools]
     if not rules:
         return None
-    for name, item in _paths(policy, args):
+    for name, item in _paths(roles, args):
         spellings = [
             s.encode("utf-8", "surrogatepass") for s in workspace_spellings(item, policy.workspace)
         ]
@@ -203,18 +211,21 @@ def _shown(matched: bytes) -> str:
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 
-def command_rules(policy: Policy, tool_name: str, args: Any) -> tuple[str | None, str | None]:
+def command_rules(
+    policy: Policy, effects: frozenset[str], roles: Mapping[str, str], args: Any
+) -> tuple[str | None, str | None]:
     """``(deny reason, ask reason)`` for a call: the reason of the first deny rule that
     matches one of its commands, else ``None`` and the reason of the first ask rule that
     does (naming the rule and the text it matched), else ``(None, None)``; always that
-    for a tool that is not a shell tool. Each command is checked as written and in its
-    normalised variants (see :func:`_variants`). The rules are RE2 patterns, so this takes
-    time linear in the length of the commands."""
-    if tool_name not in policy.shell_tools:
+    for a tool whose effects do not include ``execute``. Its commands are its ``command``
+    arguments; a tool with none declared has every string argument checked. Each command
+    is checked as written and in its normalised variants (see :func:`_variants`). The
+    rules are RE2 patterns, so this takes time linear in the length of the commands."""
+    if "execute" not in effects:
         return None, None
     pairs = list(arguments(args))
-    commands = [v for k, v in pairs if k in policy.command_arguments and isinstance(v, str)]
-    if not commands:  # a shell tool with an unexpected schema: check every string
+    commands = [v for k, v in pairs if roles.get(k) == "command" and isinstance(v, str)]
+    if not commands:  # no command argument declared: check every string
         commands = [value for _, value in pairs if isinstance(value, str)]
     # encoded once per variant: RE2 would otherwise encode the text for every rule
     encoded = [
@@ -235,15 +246,3 @@ def command_rules(policy: Policy, tool_name: str, args: Any) -> tuple[str | None
                         f"(matched {_shown(match.group(0))!r})"
                     )
     return None, None
-
-
-def command_violation(policy: Policy, tool_name: str, args: Any) -> str | None:
-    """The Block reason if ``tool_name`` is a shell tool and a deny rule matches one of
-    its commands (see :func:`command_rules`)."""
-    return command_rules(policy, tool_name, args)[0]
-
-
-def command_question(policy: Policy, tool_name: str, args: Any) -> str | None:
-    """The Ask reason if ``tool_name`` is a shell tool, no deny rule matches its commands
-    and an ask rule does (see :func:`command_rules`)."""
-    return command_rules(policy, tool_name, args)[1]

@@ -44,14 +44,11 @@ class _PatternEntry(_Strict):
 class _Sandbox(_Strict):
     enabled: bool | None = None
     workspace: str | None = None
-    path_arguments: list[str] | None = None
     ask: list[_PathAskEntry] = Field(default_factory=list)
 
 
 class _Shell(_Strict):
     enabled: bool | None = None
-    tools: list[str] | None = None
-    command_arguments: list[str] | None = None
     use_defaults: bool = True
     disable: list[str] = Field(default_factory=list)
     deny: list[_RuleEntry] = Field(default_factory=list)
@@ -66,9 +63,39 @@ class _Redaction(_Strict):
     patterns: list[_PatternEntry] = Field(default_factory=list)
 
 
-class FileModel(_Strict):
-    """A whole policy file: ``[sandbox]``, ``[shell]`` and ``[redaction]``."""
+class _ResultLabels(_Strict):
+    """``results = {...}`` of a ``[policy.tools.NAME]`` table."""
 
+    integrity: Literal["trusted", "untrusted"] = "trusted"
+    confidentiality: Literal["public", "internal", "confidential", "secret"] = "public"
+    sources: list[str] = Field(default_factory=list)
+
+
+class _ToolEntry(_Strict):
+    """A ``[policy.tools.NAME]`` table: what a tool this pack does not own does."""
+
+    effects: list[str] | None = None
+    args: dict[str, str] = Field(default_factory=dict)
+    results: _ResultLabels | None = None
+
+
+_Action = Literal["allow", "ask", "block"]
+
+
+class _Policy(_Strict):
+    unknown_effect: _Action | None = None
+    untrusted_flow: _Action | None = None
+    confidential_flow: _Action | None = None
+    unlabelled_results: Literal["trusted", "untrusted"] | None = None
+    flow_effects: list[str] | None = None
+    flow_roles: list[str] | None = None
+    tools: dict[str, _ToolEntry] = Field(default_factory=dict)
+
+
+class FileModel(_Strict):
+    """A whole policy file: ``[policy]``, ``[sandbox]``, ``[shell]`` and ``[redaction]``."""
+
+    policy: _Policy = Field(default_factory=_Policy)
     sandbox: _Sandbox = Field(default_factory=_Sandbox)
     shell: _Shell = Field(default_factory=_Shell)
     redaction: _Redaction = Field(default_factory=_Redaction)
