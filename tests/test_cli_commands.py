@@ -186,9 +186,11 @@ def test_the_generated_gate_decides_by_tool_name_not_object(tmp_path: Path) -> N
 
     agent = mainspring.Agent(model="faux:x", autoload=False)
     gate = namespace["before_tool_call"]
-    args = impostor.validate({"text": "x" * 500})
+    # gates see every tool's arguments as a read-only ToolArgs mapping
+    args = mainspring.ToolArgs({"text": "x" * 500})
     assert isinstance(gate(tool=impostor, args=args, agent=agent), Block)  # type: ignore[operator]
-    assert gate(tool=impostor, args=impostor.validate({"text": "hi"}), agent=agent) is None  # type: ignore[operator]
+    short = mainspring.ToolArgs({"text": "hi"})
+    assert gate(tool=impostor, args=short, agent=agent) is None  # type: ignore[operator]
 
 
 @pytest.mark.parametrize("name", ["x", "mainspring-hello-2", "a_b"])

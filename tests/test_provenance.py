@@ -133,6 +133,7 @@ def test_gate_inputs_are_made_only_for_gates_that_take_them() -> None:
     class Gate:
         def __init__(self, *argnames: str) -> None:
             self.argnames = argnames
+            self.kwargnames: tuple[str, ...] = ()
 
     asked: list[int] = []
 
@@ -147,7 +148,7 @@ def test_gate_inputs_are_made_only_for_gates_that_take_them() -> None:
     assert labels == UNTRUSTED
 
     keyword = Gate("call")
-    keyword.keywords = (("provenance", 5),)  # type: ignore[attr-defined]
+    keyword.kwargnames = ("provenance",)  # a parameter with a default
     assert isinstance(gate_inputs([keyword], {}, "", context)[0], Provenance)
 
 

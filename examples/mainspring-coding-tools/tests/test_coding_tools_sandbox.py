@@ -102,7 +102,16 @@ def probe_agent(tmp_path: Path, mode: str) -> tuple[str, str]:
         "MAINSPRING_CONFIG": str(config),
         "MAINSPRING_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
-    args = ["run", "go", "--plugin", "mainspring_coding_tools", "--plugin", "probing_model"]
+    # --yes: the command line asks before bash runs, and refuses when stdin is not a terminal
+    args = [
+        "run",
+        "go",
+        "--yes",
+        "--plugin",
+        "mainspring_coding_tools",
+        "--plugin",
+        "probing_model",
+    ]
     done = subprocess.run(
         [sys.executable, "-m", "mainspring", *args, "--model", "scripted:x"],
         cwd=workspace,

@@ -64,6 +64,7 @@ async def prepare_messages(run: Run) -> tuple[Any, ...]:
     if swapped is not None:
         snapshot = swapped[0] + snapshot[swapped[1] :]
     projected = await hooks.transform_context(snapshot, run.agent, run.signal, report)
+    run.sent = projected  # what the model is shown: where its calls' arguments can come from
     # untouched by any transform and known clean: the default converter would keep it as is
     sendable = swapped is None and projected is snapshot and transcript.sendable()
     return await hooks.convert_to_llm(projected, run.agent, report, sendable=sendable)

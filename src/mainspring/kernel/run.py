@@ -68,6 +68,7 @@ class Run:
         "opening",
         "provider",
         "run_id",
+        "sent",
         "settings",
         "signal",
         "system_prompt",
@@ -127,6 +128,9 @@ class Run:
         self.compacting: tuple[str, int] | None = None
         self.undelivered: tuple[list[Any], list[Any] | None] | None = None
         self.opening: Any = None
+        self.sent: tuple[Any, ...] | None = None
+        """The context of the latest model request, after ``transform_context``: where
+        the arguments of the calls in its reply may have come from (provenance)."""
         self.context: tuple[tuple[Any, ...], int] | None = None
         """Set by ``prepare_next_turn``: ``(messages, mark)``, what requests send in place
         of the transcript's first ``mark`` messages (until a compaction replaces it)."""

@@ -11,7 +11,7 @@ return is joined in too, so a label can be raised by a hook and never lowered.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..effects import Labels
 from ..provenance import Provenance
@@ -30,11 +30,12 @@ HOOK = "label_tool_result"
 def gate_inputs(run: Run, call: ToolCall) -> tuple[Provenance | None, Labels | None]:
     """``(provenance, labels)`` for the ``before_tool_call`` gates of ``call``, each
     ``None`` unless a gate takes it (see :func:`mainspring.provenance.gate_inputs`)."""
+    def context() -> tuple[Any, ...]:
+        sent = run.sent
+        return sent if sent is not None else run.core.messages.as_tuple()
+
     return _inputs(
-        run.hooks.relay.plan("before_tool_call"),
-        call.arguments,
-        run.system_prompt,
-        run.core.messages.as_tuple,
+        run.hooks.relay.plan("before_tool_call"), call.arguments, run.system_prompt, context
     )
 
 
