@@ -30,6 +30,7 @@ HOOK = "label_tool_result"
 def gate_inputs(run: Run, call: ToolCall) -> tuple[Provenance | None, Labels | None]:
     """``(provenance, labels)`` for the ``before_tool_call`` gates of ``call``, each
     ``None`` unless a gate takes it (see :func:`mainspring.provenance.gate_inputs`)."""
+
     def context() -> tuple[Any, ...]:
         sent = run.sent
         return sent if sent is not None else run.core.messages.as_tuple()
