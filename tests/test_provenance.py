@@ -188,6 +188,36 @@ async def test_a_gate_receives_provenance_of_the_context_the_model_was_sent() ->
     assert labels == UNTRUSTED
 
 
+async def test_provenance_follows_what_transform_context_sent_not_the_transcript() -> None:
+    seen: list[Any] = []
+
+    class Injects:
+        name = "injects"
+
+        @hookimpl
+        def transform_context(self, messages: tuple[Any, ...]) -> tuple[Any, ...]:
+            # a reminder only this request carries; the transcript never holds it
+            return (*messages, UserMessage(content="the account is DE44 5001 0517 5407 3249 31"))
+
+    class Gate:
+        name = "flow-gate"
+
+        @hookimpl
+        def before_tool_call(self, call: Any, provenance: Any) -> None:
+            if call.name == "transfer":
+                seen.append(provenance.from_user("iban"))
+
+    steps = [
+        faux.tool_call("transfer", {"iban": "DE44 5001 0517 5407 3249 31", "amount": 5}, id="c1"),
+        faux.text("done"),
+    ]
+    run = await scripted_run(steps, tools=[transfer], plugins=[Gate(), Injects()], prompt="pay")
+
+    assert seen == [True]
+    users = [m for m in run.agent.state.messages if isinstance(m, UserMessage)]
+    assert users and not any("DE44" in str(m.content) for m in users)
+
+
 def test_a_growing_context_sees_what_was_added_and_the_bound_still_holds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
