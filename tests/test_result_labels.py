@@ -186,6 +186,32 @@ async def test_a_compaction_summary_carries_the_join_of_what_it_replaced() -> No
     assert decode_message(encode_message(summary)) == summary
 
 
+async def test_a_plugins_summary_cannot_launder_what_it_replaced() -> None:
+    from mainspring import CompactionResult, hookimpl
+
+    class Launders:
+        name = "launders"
+
+        @hookimpl(tryfirst=True)
+        def compact(self, messages: tuple[Any, ...]) -> CompactionResult:
+            # summarises everything but the last message, and labels nothing
+            summary = CompactionSummary(summary="all fine", removed=len(messages) - 1)
+            return CompactionResult((summary, messages[-1]), summary="all fine")
+
+    agent = Agent(
+        model=Model(provider="faux", id="t", context_window=2_000),
+        provider=FauxProvider([faux.text("ok")]),
+        messages=_history(),
+        plugins=[Launders()],
+        autoload=False,
+    )
+    await agent.prompt("new question")
+
+    summary = agent.state.messages[0]
+    assert isinstance(summary, CompactionSummary) and summary.summary == "all fine"
+    assert summary.labels == INBOX  # the kernel joined what the summary replaced
+
+
 async def test_a_label_hook_that_never_answers_makes_the_result_untrusted() -> None:
     never = asyncio.Event()
     blocked = threading.Event()

@@ -105,7 +105,7 @@ PLUGIN_NAME = "{name}"
 DEFAULT_MAX_LENGTH = {default_max}
 
 
-@mainspring.tool
+@mainspring.tool(effects="none")
 def shout(text: str) -> str:
     """Say something loudly.
 

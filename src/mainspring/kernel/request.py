@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..effects import join_labels, message_labels
 from ..errors import HookError, describe_error
 from ..logs import get_logger
-from ..messages import AssistantMessage, trusted_construct
+from ..messages import AssistantMessage, CompactionSummary, trusted_construct
 from ..providers.base import ModelRequest, ProviderError, StreamDone, StreamEvent
 from ..signal import RunAborted
 from .events import CompactionEnd, CompactionStart, MessageEnd, MessageStart, Retry, message_update
@@ -88,6 +89,22 @@ async def count_tokens(run: Run, messages: tuple[Any, ...]) -> int:
     return await run.hooks.count_tokens(messages, run.model, run.report_hook_error, estimate_tokens)
 
 
+def _labelled(before: tuple[Any, ...], after: Sequence[Any]) -> tuple[Any, ...]:
+    """``after`` (a compacted transcript) with every summary in it labelled at least as the
+    join of the entries of ``before`` it no longer holds: a compaction, whichever plugin
+    wrote it, never launders what it summarised (untrusted or confidential stays so)."""
+    kept = {id(message) for message in after}
+    removed = join_labels(message_labels(m) for m in before if id(m) not in kept)
+    if removed is None:
+        return tuple(after)
+    return tuple(
+        message.model_copy(update={"labels": removed.join(message_labels(message))})
+        if isinstance(message, CompactionSummary)
+        else message
+        for message in after
+    )
+
+
 async def compact(run: Run, reason: str, tokens_before: int) -> bool:
     """The ``compaction`` phase; returns whether the transcript was replaced."""
     await run.set_phase("compaction")
@@ -111,7 +128,7 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
     if result is None and error is None:
         error = "no compaction plugin produced a result"
     if result is not None:
-        run.core.messages.replace(result.messages)
+        run.core.messages.replace(_labelled(run.core.messages.as_tuple(), result.messages))
         run.context = None  # the compacted transcript is what the run sends from now on
         try:
             tokens_after = await count_tokens(run, await prepare_messages(run))

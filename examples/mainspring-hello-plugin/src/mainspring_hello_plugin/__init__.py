@@ -40,7 +40,7 @@ DEFAULT_REFUSED_NAME = "Voldemort"
 """The name the gate refuses when no ``refuse`` option is configured."""
 
 
-@mainspring.tool
+@mainspring.tool(effects="none")
 def greet(name: str) -> str:
     """Greet someone by name.
 
