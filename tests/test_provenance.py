@@ -129,27 +129,34 @@ def test_carries_finds_confidential_data_in_a_body() -> None:
     assert p.carries("subject") == ()
 
 
-def test_gate_inputs_are_made_only_for_gates_that_take_them() -> None:
-    class Gate:
-        def __init__(self, *argnames: str) -> None:
-            self.argnames = argnames
-            self.kwargnames: tuple[str, ...] = ()
-
+def test_gate_inputs_are_made_only_when_asked_for() -> None:
     asked: list[int] = []
 
     def context() -> tuple[Any, ...]:
         asked.append(1)
         return (result("c1", "to eve@evil.example"),)
 
-    assert gate_inputs([Gate("call", "args")], {"to": "x"}, "", context) == (None, None)
+    assert gate_inputs(False, False, {"to": "x"}, "", context) == (None, None)
     assert asked == []
-    provenance, labels = gate_inputs([Gate("call", "provenance", "labels")], {}, "", context)
+    provenance, labels = gate_inputs(True, True, {}, "", context)
     assert isinstance(provenance, Provenance)
     assert labels == UNTRUSTED
+    assert gate_inputs(True, False, {}, "", context)[1] is None
 
-    keyword = Gate("call")
-    keyword.kwargnames = ("provenance",)  # a parameter with a default
-    assert isinstance(gate_inputs([keyword], {}, "", context)[0], Provenance)
+
+async def test_a_gate_taking_provenance_as_a_defaulted_parameter_gets_it() -> None:
+    seen: list[Any] = []
+
+    class Gate:
+        name = "defaulted"
+
+        @hookimpl
+        def before_tool_call(self, call: Any, provenance: Any = None) -> None:
+            seen.append(provenance)
+
+    steps = [faux.tool_call("transfer", {"iban": "DE00", "amount": 1}), faux.text("done")]
+    await scripted_run(steps, tools=[transfer], plugins=[Gate()], prompt="pay")
+    assert len(seen) == 1 and isinstance(seen[0], Provenance)
 
 
 @tool

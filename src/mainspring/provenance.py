@@ -600,25 +600,17 @@ def _trace(haystack: _Haystack, value: str, allowed: bool) -> Traced:
 
 
 def gate_inputs(
-    gates: Sequence[Any],
+    wants_provenance: bool,
+    wants_labels: bool,
     arguments: Mapping[str, Any],
     system_prompt: str,
     context: Callable[[], tuple[Any, ...]],
 ) -> tuple[Provenance | None, Labels | None]:
-    """The ``provenance`` and ``labels`` parameters of ``before_tool_call``, for ``gates``
-    (objects with ``argnames`` and ``kwargnames``, the names of the defaulted parameters
-    they take: the compiled implementations, in call order).
-
-    Each is made only when some gate takes it (``None`` otherwise): a run without such a
-    gate pays one scan of the gates' parameter names per call. ``context`` gives the
-    messages the model was sent; it is called only when needed.
+    """The ``provenance`` and ``labels`` parameters of ``before_tool_call``: each made
+    only when some gate takes it (``None`` otherwise), so a run without such a gate pays
+    nothing. ``context`` gives the messages the model was sent; it is called only when
+    needed.
     """
-    wants_provenance = wants_labels = False
-    for gate in gates:
-        # the names it takes, and those it takes as keywords (parameters with a default)
-        names = (*gate.argnames, *gate.kwargnames)
-        wants_provenance = wants_provenance or "provenance" in names
-        wants_labels = wants_labels or "labels" in names
     if not (wants_provenance or wants_labels):
         return None, None
     messages = context()

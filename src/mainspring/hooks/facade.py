@@ -184,7 +184,9 @@ def _run_segment(
         progress.at, progress.plugin = position, impl.plugin
         try:
             result = impl.call(fixed if fixed is not None else args_of(carry))  # type: ignore[operator]
-            if result is not None and inspect.isawaitable(result):
+            if result is None:
+                continue
+            if inspect.isawaitable(result):
                 progress.hold(result)
                 return position, carry, False, None, True
             carry, stop = absorb(impl, carry, result)
@@ -237,31 +239,37 @@ class Hooks:
         absorb: Absorb,
         failed: Failed,
         deadline: float | None = None,
+        plan: tuple[Implementation, ...] | None = None,
     ) -> Any:
         """Call ``hook``'s implementations in plan order; the final ``carry``.
 
         For each implementation: ``args_of`` is its arguments (or ``args_of(carry)``
-        gives them), and
-        ``absorb(impl, carry, result)`` (pure computing: it may run in a worker thread)
-        folds its result in, returning ``(carry, stop)``; ``stop`` ends the calls. A
+        gives them), and ``absorb(impl, carry, result)`` (pure computing: it may run in a
+        worker thread) folds a result that is not ``None`` in, returning ``(carry,
+        stop)``; ``stop`` ends the calls (``None`` is "no opinion" for every hook: the
+        carry stays, the calls go on). A
         failure (an exception, garbage caught by ``absorb``, a timeout, a stall) is
         classified once and handed to ``await failed(error, carry)``, which reports it and
         returns ``(carry, go_on)``. Awaitable results are awaited under the run's guard
-        with ``hooks.timeout_s`` (or until ``deadline``, the loop's clock).
+        with ``hooks.timeout_s`` (or until ``deadline``, the loop's clock). ``plan``, when
+        given, is the part of the hook's plan to call.
 
         Consecutive *threaded* implementations (a plugin's plain ``def``) run in one
         worker-thread hand-over, in order, with ``absorb`` between them: they share one
         deadline, and if it passes, the one running then is blamed (stalled) and the
         ones after it are called in a new hand-over.
         """
-        plan = self.relay.plan(hook)
+        if plan is None:
+            plan = self.relay.plan(hook)
         count = len(plan)
         guard = self.guard
         fixed = args_of if type(args_of) is tuple else None
+        timeout = self.timeout_s
         index = 0
         while index < count:
             impl = plan[index]
-            timeout = self._timeout(deadline)
+            if deadline is not None:
+                timeout = max(deadline - asyncio.get_running_loop().time(), 0.0)
             if guard.stalled and id(impl) in guard.stalled:
                 index += 1
                 if HOOKS[hook].on_stall is not Failure.SKIP:
@@ -282,8 +290,10 @@ class Hooks:
                     result = impl.call(fixed if fixed is not None else args_of(carry))  # type: ignore[operator]
                     if impl.awaits or (result is not None and inspect.isawaitable(result)):
                         result = await guard.watch(result, impl, timeout)
-                    carry, stop = absorb(impl, carry, result)
                     error = None
+                    if result is None:
+                        continue
+                    carry, stop = absorb(impl, carry, result)
                 except BaseException as raised:
                     error = self._classify(hook, impl, raised)
                     stop = False
@@ -345,7 +355,8 @@ class Hooks:
                         close()
                     raise HookError(hook, impl.plugin, "returned an awaitable from a sync hook")
                 result = await guard.watch(awaitable, impl, limit_s)
-                carry, stop = absorb(impl, carry, result)
+                if result is not None:
+                    carry, stop = absorb(impl, carry, result)
             except BaseException as raised_later:
                 return start + ran + 1, carry, False, self._classify(hook, impl, raised_later)
             return start + ran + 1, carry, stop, None
@@ -356,11 +367,6 @@ class Hooks:
         if passes_through(raised, self.guard):
             raise raised
         return failure_of(hook, impl.plugin, raised)
-
-    def _timeout(self, deadline: float | None) -> float | None:
-        if deadline is None:
-            return self.timeout_s
-        return max(deadline - asyncio.get_running_loop().time(), 0.0)
 
     # -- context ----------------------------------------------------------------------------
 
@@ -373,8 +379,8 @@ class Hooks:
         sendable: bool = False,
     ) -> tuple[Any, ...]:
         plan = self.relay.plan(hook)
-        if not plan or (sendable and len(plan) == 1 and plan[0].trusted):
-            return messages  # the built-in converter would hand these back unchanged
+        if not plan:
+            return messages
         last = plan[-1]
         check = self.check_transcript
         converting = hook == "convert_to_llm"
@@ -398,7 +404,21 @@ class Hooks:
             await report(error, "skipped; its input was passed on unchanged")
             return current, True
 
-        result: tuple[Any, ...] = await self._drive(hook, messages, args_of, absorb, failed)
+        if sendable and last.trusted:
+            # the built-in converter would hand messages known to be sendable back
+            # unchanged: it is called only if a plugin's converter changed them
+            plugins = plan[:-1]
+            converted: tuple[Any, ...] = await self._drive(
+                hook, messages, args_of, absorb, failed, plan=plugins
+            )
+            if converted is messages:
+                return messages
+            plan = (last,)
+        else:
+            converted = messages
+        result: tuple[Any, ...] = await self._drive(
+            hook, converted, args_of, absorb, failed, plan=plan
+        )
         return result
 
     async def transform_context(

@@ -62,6 +62,9 @@ class Implementation:
     call: Call
     kwargnames: tuple[str, ...] = ()
     """The spec arguments it takes as parameters with a default (passed by keyword)."""
+    leading: int = -1
+    """How many leading spec arguments ``function`` takes as they are (-1: another
+    selection, or an agent view in their place): a hot loop may call ``function`` itself."""
     awaits: bool = False
     threaded: bool = False
     """Called in a worker thread: a plugin's plain ``def`` of a threaded hook."""
@@ -167,6 +170,9 @@ def _selected(
     keywords: tuple[tuple[str, int], ...],
 ) -> Call:
     """A call passing any selection of spec arguments (positionally, then by keyword)."""
+    if not keywords and len(positions) == 1:
+        (only,) = positions
+        return lambda args: function(args[only])
 
     def call(args: tuple[Any, ...]) -> Any:
         positional = [args[index] for index in positions]
@@ -204,13 +210,16 @@ def compile_implementation(
     argnames = tuple(hookimpl.argnames)
     kwargnames = tuple(name for name in hookimpl.kwargnames if name in spec_argnames)
     positions = tuple(spec_argnames.index(name) for name in argnames)
+    leading = -1
     if not kwargnames and positions == tuple(range(len(positions))):
         direct = _leading(function, len(positions))
+        leading = len(positions)
     else:
         keywords = tuple((name, spec_argnames.index(name)) for name in kwargnames)
         direct = _selected(function, positions, keywords)
     if view is not None and "agent" in argnames + kwargnames:
         direct = _viewing(direct, spec_argnames.index("agent"), view)
+        leading = -1
     is_async = inspect.iscoroutinefunction(function)
     rules = HOOKS.get(hook)
     threaded = (
@@ -224,6 +233,7 @@ def compile_implementation(
         argnames=argnames,
         call=direct,
         kwargnames=kwargnames,
+        leading=leading,
         awaits=is_async,
         threaded=threaded,
         trusted=trusted,
@@ -245,7 +255,16 @@ class HookRelay:
     when given, is what a plugin that is not a built-in receives as its ``agent``.
     """
 
-    __slots__ = ("_builtins", "_fallbacks", "_granted", "_plans", "_pm", "_view_of", "version")
+    __slots__ = (
+        "_builtins",
+        "_fallbacks",
+        "_granted",
+        "_plans",
+        "_pm",
+        "_takes",
+        "_view_of",
+        "version",
+    )
 
     def __init__(
         self,
@@ -261,12 +280,14 @@ class HookRelay:
         self._builtins = builtins | fallbacks
         self._granted: Mapping[str, frozenset[str] | None] = granted if granted is not None else {}
         self._plans: dict[str, tuple[Implementation, ...]] = {}
+        self._takes: dict[tuple[str, str], bool] = {}
         self.version = 0
         """Increases at every :meth:`invalidate`: a plan built from an older one is stale."""
 
     def invalidate(self) -> None:
         """Forget the compiled plans (``version`` changes, so users of a plan rebuild)."""
         self._plans.clear()
+        self._takes.clear()
         self.version += 1
 
     def plan(self, hook: str) -> tuple[Implementation, ...]:
@@ -275,6 +296,17 @@ class HookRelay:
         if cached is None:
             cached = self._plans[hook] = self._compile(hook)
         return cached
+
+    def takes(self, hook: str, argument: str) -> bool:
+        """Whether some implementation of ``hook`` takes the spec argument ``argument``
+        (so the kernel computes an optional argument only when it is asked for)."""
+        key = (hook, argument)
+        known = self._takes.get(key)
+        if known is None:
+            known = self._takes[key] = any(
+                argument in impl.argnames or argument in impl.kwargnames for impl in self.plan(hook)
+            )
+        return known
 
     def has(self, hook: str) -> bool:
         """Whether any plugin implements ``hook``."""

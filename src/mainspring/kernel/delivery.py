@@ -37,13 +37,24 @@ __all__ = ["Delivery", "ListenerError"]
 
 log = get_logger("mainspring.kernel")
 
-# (call, awaits, owner, listener): ``call`` takes ``(event, agent, signal)``; ``owner`` is
-# the observer's Implementation or the subscriber itself
-_Step = tuple[Callable[[tuple[Any, ...]], Any], bool, Any, bool]
+# (function, how, awaits, owner): ``owner`` is the observer's Implementation or the
+# subscriber itself; ``how`` says how ``function`` is called (the hot loop's only branch)
+_Step = tuple[Callable[..., Any], int, bool, Any]
+
+_ARGS = 0
+"""``function((event, agent, signal))``: an observer's compiled call."""
+_EVENT = 1
+"""``function(event)``: an observer taking the event alone (the usual case)."""
+_LISTENER = 2
+"""``function(event, signal)``: a subscriber."""
 
 
-def _listener_call(listener: Any) -> Callable[[tuple[Any, ...]], Any]:
-    return lambda args: listener(args[0], args[2])
+def _call(function: Callable[..., Any], how: int, args: tuple[Any, ...]) -> Any:
+    if how == _EVENT:
+        return function(args[0])
+    if how == _LISTENER:
+        return function(args[0], args[2])
+    return function(args)
 
 
 class ListenerError(Exception):
@@ -113,12 +124,12 @@ class Delivery:
         relay = self.relay
         if listeners is self._listeners and relay.version == self._version:
             return self._plan
-        steps: list[_Step] = [
-            (_listener_call(listener), False, listener, True) for listener in listeners
-        ]
+        steps: list[_Step] = [(listener, _LISTENER, False, listener) for listener in listeners]
         agent = self.agent
         steps.extend(
-            (impl.call, impl.awaits, impl, False)
+            (impl.function, _EVENT, impl.awaits, impl)
+            if impl.leading == 1
+            else (impl.call, _ARGS, impl.awaits, impl)
             for impl in relay.plan("on_event")
             if impl.wanted is None or impl.wanted(agent)
         )
@@ -133,15 +144,15 @@ class Delivery:
         args = (event, self.agent, self.signal)
         skipped = self.guard.stalled
         failure: BaseException | None = None
-        for position, (call, awaits, owner, listener) in enumerate(plan):
+        for position, (function, how, awaits, owner) in enumerate(plan):
             if skipped and id(owner) in skipped:
                 continue
             try:
-                result = call(args)
+                result = function(event) if how == _EVENT else _call(function, how, args)
                 if awaits or (result is not None and inspect.isawaitable(result)):
                     return self._rest(args, plan, position, result, failure)
             except BaseException as raised:
-                failure = self._failed(owner, listener, event, raised, failure)
+                failure = self._failed(owner, how == _LISTENER, event, raised, failure)
         if failure is not None:
             raise failure
         return None
@@ -158,21 +169,21 @@ class Delivery:
         guard, timeout = self.guard, self.timeout_s
         watch = guard.watch
         event = args[0]
-        _, _, owner, listener = plan[position]
+        _, how, _, owner = plan[position]
         try:
             await watch(pending, owner, timeout)
         except BaseException as raised:
-            failure = self._failed(owner, listener, event, raised, failure)
+            failure = self._failed(owner, how == _LISTENER, event, raised, failure)
         skipped = guard.stalled
-        for call, awaits, owner, listener in plan[position + 1 :]:
+        for function, how, awaits, owner in plan[position + 1 :]:
             if skipped and id(owner) in skipped:
                 continue
             try:
-                result = call(args)
+                result = _call(function, how, args)
                 if awaits or (result is not None and inspect.isawaitable(result)):
                     await watch(result, owner, timeout)
             except BaseException as raised:
-                failure = self._failed(owner, listener, event, raised, failure)
+                failure = self._failed(owner, how == _LISTENER, event, raised, failure)
         if failure is not None:
             raise failure
 

@@ -35,8 +35,13 @@ def gate_inputs(run: Run, call: ToolCall) -> tuple[Provenance | None, Labels | N
         sent = run.sent
         return sent if sent is not None else run.core.messages.as_tuple()
 
+    relay = run.hooks.relay
     return _inputs(
-        run.hooks.relay.plan("before_tool_call"), call.arguments, run.system_prompt, context
+        relay.takes("before_tool_call", "provenance"),
+        relay.takes("before_tool_call", "labels"),
+        call.arguments,
+        run.system_prompt,
+        context,
     )
 
 
