@@ -21,12 +21,13 @@ module is remembered (see :class:`~mainspring.kernel.plugin_set.KernelManager`).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 import pluggy
 
@@ -257,6 +258,27 @@ def _refuse(problems: Sequence[tuple[str, str]]) -> PluginLoadError:
     )
 
 
+_P = ParamSpec("_P")
+
+
+def _diagnosed(load: Callable[_P, PluginSet]) -> Callable[_P, PluginSet]:
+    """``load``, whose load errors say to reinstall a plugin from a stale editable install
+    (one whose ``pyproject.toml`` was edited but never reinstalled)."""
+
+    @functools.wraps(load)
+    def diagnosed(*args: _P.args, **kwargs: _P.kwargs) -> PluginSet:
+        try:
+            return load(*args, **kwargs)
+        except PluginLoadError as error:
+            better = with_install_diagnosis(error)
+            if better is error:
+                raise
+            raise better from error.__cause__
+
+    return diagnosed
+
+
+@_diagnosed
 def load_plugins(
     *,
     plugins: Sequence[Any] = (),
@@ -273,43 +295,14 @@ def load_plugins(
     ``required`` names built-in or installed plugins the agent must not start without;
     it comes from settings, never from the environment. ``grants`` narrows plugins'
     capabilities by name and ``require_manifest`` refuses plugins without one (see
-    :mod:`~mainspring.kernel.capabilities`). Every check that needs no plugin import
-    (controls, duplicates, required plugins, the grants and the installed plugins'
-    metadata manifests) is made before any installed plugin is imported. Raises
-    :class:`~mainspring.PluginLoadError` on any failure; the error of a plugin from a
-    stale editable install says to reinstall it (see
+    :mod:`~mainspring.kernel.capabilities`); ``allow_unregister`` names the protective
+    plugins another plugin may still unregister (see :mod:`~mainspring.kernel.agent_view`).
+    Every check that needs no plugin import (controls, duplicates, required plugins, the
+    grants and the installed plugins' metadata manifests) is made before any installed
+    plugin is imported. Raises :class:`~mainspring.PluginLoadError` on any failure; the
+    error of a plugin from a stale editable install says to reinstall it (see
     :mod:`~mainspring.kernel.plugin_installs`).
     """
-    try:
-        return _load_plugins(
-            plugins=plugins,
-            autoload=autoload,
-            disable_plugins=disable_plugins,
-            environ=environ,
-            required=required,
-            grants=grants,
-            require_manifest=require_manifest,
-            allow_unregister=allow_unregister,
-        )
-    except PluginLoadError as error:
-        # an editable install whose pyproject.toml was edited but never reinstalled
-        diagnosed = with_install_diagnosis(error)
-        if diagnosed is error:
-            raise
-        raise diagnosed from error.__cause__
-
-
-def _load_plugins(
-    *,
-    plugins: Sequence[Any] = (),
-    autoload: bool = True,
-    disable_plugins: Iterable[str] = (),
-    environ: Mapping[str, str] | None = None,
-    required: Sequence[str] = (),
-    grants: Mapping[str, Sequence[str]] | None = None,
-    require_manifest: bool = False,
-    allow_unregister: Sequence[str] = (),
-) -> PluginSet:
     controls = plugin_controls(autoload, disable_plugins, environ)
     off: list[DisabledPlugin] = []
     builtins: list[tuple[str, str, bool]] = []
