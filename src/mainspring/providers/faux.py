@@ -63,19 +63,19 @@ from .base import (
 from .faux_script import (
     Cut,
     Failure,
+    PreparedStep,
     Reply,
     ReplyBlock,
     Step,
     StepFunction,
     TextBlock,
     ThinkingBlock,
-    _chunks,
-    _is_exception,
-    _prepare,
-    _Prepared,
-    _reply_chars,
-    _request_chars,
-    _tokens,
+    estimated_tokens,
+    is_exception,
+    prepare_step,
+    reply_chars,
+    request_chars,
+    split_chunks,
 )
 
 __all__ = ["FauxProvider"]
@@ -140,7 +140,7 @@ class FauxProvider:
         self.delay_s = delay_s
         self.models: dict[str, Model] = dict(models) if models else {}
         self.requests: list[ModelRequest] = []
-        self._steps: deque[_Prepared | StepFunction] = deque()
+        self._steps: deque[PreparedStep | StepFunction] = deque()
         self._scripted = 0
         self._auto_ids = 0
         self.extend(steps)
@@ -158,12 +158,12 @@ class FauxProvider:
 
     def extend(self, steps: Iterable[Step]) -> None:
         """Add every step of ``steps`` to the end of the script."""
-        prepared: list[_Prepared | StepFunction] = []
+        prepared: list[PreparedStep | StepFunction] = []
         for step in steps:
-            if callable(step) and not _is_exception(step):
+            if callable(step) and not is_exception(step):
                 prepared.append(step)
             else:
-                prepared.append(_prepare(step))
+                prepared.append(prepare_step(step))
         self._steps.extend(prepared)
         self._scripted += len(prepared)
 
@@ -201,7 +201,7 @@ class FauxProvider:
 
     # ---- internals
 
-    async def _next_step(self, request: ModelRequest) -> _Prepared:
+    async def _next_step(self, request: ModelRequest) -> PreparedStep:
         if not self._steps:
             raise ProviderError(
                 f"faux script exhausted: got request {len(self.requests)} but only "
@@ -214,15 +214,15 @@ class FauxProvider:
         result = step(request)
         if inspect.isawaitable(result):
             result = await result
-        return _prepare(result)
+        return prepare_step(result)
 
     def _reply_events(self, step: Reply, request: ModelRequest) -> Iterator[StreamEvent]:
         yield from self._block_events(step.blocks)
         usage = step.usage
         if usage is None:
             estimate = Usage(
-                input_tokens=_tokens(_request_chars(request)),
-                output_tokens=_tokens(_reply_chars(step.blocks)),
+                input_tokens=estimated_tokens(request_chars(request)),
+                output_tokens=estimated_tokens(reply_chars(step.blocks)),
             )
             usage = estimate.model_copy(update={"cost_usd": request.model.cost(estimate)})
         yield UsageReport(usage)
@@ -232,10 +232,10 @@ class FauxProvider:
         size = self.chunk_size
         for block in blocks:
             if isinstance(block, TextBlock):
-                for piece in _chunks(block.text, size) or [""]:
+                for piece in split_chunks(block.text, size) or [""]:
                     yield TextDelta(piece)
             elif isinstance(block, ThinkingBlock):
-                pieces = _chunks(block.thinking, size) or [""]
+                pieces = split_chunks(block.thinking, size) or [""]
                 last = len(pieces) - 1
                 for index, piece in enumerate(pieces):
                     yield ThinkingDelta(piece, block.signature if index == last else None)
@@ -245,7 +245,7 @@ class FauxProvider:
                     self._auto_ids += 1
                     call_id = f"call_{self._auto_ids}"
                 yield ToolCallStart(call_id, block.name)
-                for piece in _chunks(block.arguments_json, size):
+                for piece in split_chunks(block.arguments_json, size):
                     yield ToolCallDelta(call_id, piece)
                 yield ToolCallEnd(call_id)
 

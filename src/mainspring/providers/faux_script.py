@@ -148,7 +148,7 @@ StepFunction: TypeAlias = Callable[[ModelRequest], "StaticStep | Awaitable[Stati
 Step: TypeAlias = StaticStep | StepFunction
 """Anything :class:`FauxProvider` accepts as one scripted reply."""
 
-_Prepared: TypeAlias = Reply | Failure | Cut
+PreparedStep: TypeAlias = Reply | Failure | Cut
 
 
 # -------------------------------------------------------------------------- builders
@@ -272,17 +272,17 @@ def _block(block: object) -> ReplyBlock:
     )
 
 
-def _is_exception(step: object) -> bool:
+def is_exception(step: object) -> bool:
     return isinstance(step, BaseException) or (
         isinstance(step, type) and issubclass(step, BaseException)
     )
 
 
-def _prepare(step: object) -> _Prepared:
+def prepare_step(step: object) -> PreparedStep:
     """Normalise a static step (``TypeError`` if it is not one)."""
     if isinstance(step, Reply | Failure | Cut):
         return step
-    if _is_exception(step):
+    if is_exception(step):
         return Failure(step)  # type: ignore[arg-type]
     if isinstance(step, AssistantMessage):
         return Reply(
@@ -305,16 +305,16 @@ def _prepare(step: object) -> _Prepared:
     )
 
 
-def _chunks(value: str, size: int) -> list[str]:
+def split_chunks(value: str, size: int) -> list[str]:
     return [value[start : start + size] for start in range(0, len(value), size)]
 
 
-def _tokens(chars: int) -> int:
+def estimated_tokens(chars: int) -> int:
     """The faux token estimate: a quarter of the characters, rounded up, at least 1."""
     return max(1, (chars + 3) // 4)
 
 
-def _reply_chars(blocks: Iterable[ReplyBlock]) -> int:
+def reply_chars(blocks: Iterable[ReplyBlock]) -> int:
     total = 0
     for block in blocks:
         if isinstance(block, TextBlock):
@@ -326,7 +326,7 @@ def _reply_chars(blocks: Iterable[ReplyBlock]) -> int:
     return total
 
 
-def _request_chars(request: ModelRequest) -> int:
+def request_chars(request: ModelRequest) -> int:
     total = 0
     for message in request.messages:
         if isinstance(message, BaseModel):

@@ -28,23 +28,251 @@ Decisions where the contract leaves room:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from .grammar_state import (
-    _CONTEXT,
-    _MESSAGE_EVENTS,
-    _OUTSIDE_TURN,
-    _UNSENT_STOP_REASONS,
-    END_REASONS,
-    ToolAndPhaseRules,
-    _get,
-    _Handler,
-    _Run,
-    _runs_with_phase_changes,
-    _tool_call_ids,
-    _Turn,
+OUTSIDE_TURN = frozenset({"agent_start", "agent_end", "phase_change", "hook_error"})
+MESSAGE_EVENTS = frozenset({"message_start", "message_end"})
+_MOVES = frozenset(
+    {
+        ("idle", "turn"),
+        ("turn", "idle"),
+        ("turn", "compaction"),
+        ("compaction", "turn"),
+        ("turn", "retry"),
+        ("retry", "turn"),
+    }
 )
+UNSENT_STOP_REASONS = frozenset({"error", "aborted"})
+END_REASONS = ("stop", "error", "aborted", "stopped_by_hook", "terminated")
+"""The reasons a run may end with (``agent_end.reason``)."""
+CONTEXT = 5
+
+
+def field_of(obj: Any, name: str) -> Any:
+    """A field of an event or message, as a dataclass/model attribute or a JSON dict key."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def tool_call_ids(message: Any) -> list[Any]:
+    if isinstance(message, dict):
+        content = message.get("content") or ()
+        return [
+            block.get("id")
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "tool_call"
+        ]
+    return [call.id for call in getattr(message, "tool_calls", ())]
+
+
+def runs_with_phase_changes(items: Iterable[Any]) -> set[int]:
+    """Ordinals (0-based, by agent_start) of the runs that contain a phase_change."""
+    ordinal = -1
+    found: set[int] = set()
+    for event in items:
+        kind = field_of(event, "type")
+        if kind == "agent_start":
+            ordinal += 1
+        elif kind == "phase_change":
+            found.add(ordinal)
+    return found
+
+
+class TurnState:
+    __slots__ = (
+        "call_ids",
+        "call_pos",
+        "call_required",
+        "call_result",
+        "exec_names",
+        "exec_open",
+        "has_assistant",
+        "index",
+        "last_assistant",
+        "next_result",
+        "open_at",
+        "open_empty",
+        "open_role",
+        "results",
+        "terminates",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.open_role: Any = None
+        self.open_at = -1
+        self.open_empty = False
+        self.has_assistant = False
+        self.last_assistant: Any = None
+        self.call_ids: list[Any] = []
+        self.call_pos: dict[Any, int] = {}
+        self.call_required: list[bool] = []
+        self.call_result: list[bool] = []
+        self.next_result = 0
+        self.results: list[Any] = []
+        self.exec_names: dict[Any, Any] = {}
+        self.exec_open: set[Any] = set()
+        self.terminates: dict[Any, bool] = {}
+        """Per ended call: whether its tool_execution_end result set ``terminate``."""
+
+
+class RunState:
+    __slots__ = (
+        "batch_terminated",
+        "compaction_at",
+        "compaction_reason",
+        "next_turn",
+        "phase",
+        "run_id",
+        "start",
+        "tracks_phase",
+        "turn",
+    )
+
+    def __init__(self, run_id: Any, start: int, tracks_phase: bool) -> None:
+        self.run_id = run_id
+        self.start = start
+        self.tracks_phase = tracks_phase
+        self.phase: Any = "idle"
+        self.next_turn = 0
+        self.turn: TurnState | None = None
+        self.compaction_at = -1
+        self.compaction_reason: Any = None
+        self.batch_terminated = False
+        """Whether the last turn ended with every tool call's result setting terminate."""
+
+
+Handler = Callable[[Any, RunState, "TurnState | None"], None]
+
+
+class ToolAndPhaseRules:
+    """The handlers of the tool, phase, compaction and retry rules (a mixin)."""
+
+    kind: str | None
+    index: int
+
+    def fail(self, rule: str, message: str) -> EventGrammarError:
+        raise NotImplementedError  # the checker's
+
+    def _tool_result(self, turn: TurnState, call_id: Any) -> None:
+        position = turn.call_pos.get(call_id)
+        if position is None:
+            raise self.fail(
+                "tool-results", f"tool_result for {call_id!r}, which no tool call of the turn made"
+            )
+        if turn.call_result[position]:
+            raise self.fail("tool-results", f"second tool_result for call {call_id!r}")
+        if position < turn.next_result:
+            raise self.fail(
+                "tool-results",
+                f"tool_result for {call_id!r} after the result of a later call (call order)",
+            )
+        for skipped in range(turn.next_result, position):
+            if turn.call_required[skipped]:
+                raise self.fail(
+                    "tool-results",
+                    f"tool_result for {call_id!r} before the result for the earlier call "
+                    f"{turn.call_ids[skipped]!r} (call order)",
+                )
+        turn.call_result[position] = True
+        turn.next_result = position + 1
+        turn.results.append(call_id)
+
+    # ---- tool executions
+
+    def _tool_start(self, event: Any, run: RunState, turn: TurnState | None) -> None:
+        assert turn is not None
+        call_id = field_of(event, "tool_call_id")
+        if call_id in turn.exec_names:
+            raise self.fail(
+                "tool-execution", f"tool_execution_start for {call_id!r} twice in the turn"
+            )
+        turn.exec_names[call_id] = field_of(event, "tool_name")
+        turn.exec_open.add(call_id)
+
+    def _started(self, event: Any, turn: TurnState | None) -> Any:
+        assert turn is not None
+        call_id = field_of(event, "tool_call_id")
+        if call_id not in turn.exec_names:
+            raise self.fail(
+                "tool-execution",
+                f"{self.kind} for {call_id!r} without tool_execution_start in this turn",
+            )
+        if call_id not in turn.exec_open:
+            raise self.fail("tool-execution", f"{self.kind} for {call_id!r} after its end")
+        name = field_of(event, "tool_name")
+        if name != turn.exec_names[call_id]:
+            raise self.fail(
+                "tool-execution",
+                f"{self.kind} for {call_id!r} names tool {name!r}, its start named "
+                f"{turn.exec_names[call_id]!r}",
+            )
+        return call_id
+
+    def _tool_update(self, event: Any, run: RunState, turn: TurnState | None) -> None:
+        self._started(event, turn)
+
+    def _tool_end(self, event: Any, run: RunState, turn: TurnState | None) -> None:
+        call_id = self._started(event, turn)
+        assert turn is not None
+        turn.exec_open.discard(call_id)
+        turn.terminates[call_id] = field_of(field_of(event, "result"), "terminate") is True
+
+    # ---- phases, compaction, retry
+
+    def _phase_change(self, event: Any, run: RunState, turn: TurnState | None) -> None:
+        previous = field_of(event, "previous")
+        phase = field_of(event, "phase")
+        if previous != run.phase:
+            raise self.fail(
+                "phase", f"phase_change from {previous!r}, but the phase is {run.phase!r}"
+            )
+        if (previous, phase) not in _MOVES:
+            raise self.fail("phase", f"phase_change {previous!r} -> {phase!r} is not allowed")
+        if phase == "idle" and turn is not None:
+            raise self.fail("phase", f"phase_change to 'idle' while turn {turn.index} is open")
+        if previous == "compaction" and run.compaction_reason is not None:
+            raise self.fail(
+                "compaction",
+                f"phase leaves 'compaction' while compaction_start at #{run.compaction_at} "
+                "has no compaction_end",
+            )
+        run.phase = phase
+
+    def _compaction_start(self, event: Any, run: RunState, turn: TurnState | None) -> None:
+        if run.phase != "compaction":
+            raise self.fail("compaction", f"compaction_start in phase {run.phase!r}")
+        if run.compaction_reason is not None:
+            raise self.fail(
+                "compaction",
+                f"compaction_start while compaction_start at #{run.compaction_at} is open",
+            )
+        reason = field_of(event, "reason")
+        run.compaction_reason = "" if reason is None else reason
+        run.compaction_at = self.index
+
+    def _compaction_end(self, event: Any, run: RunState, turn: TurnState | None) -> None:
+        if run.compaction_reason is None:
+            raise self.fail("compaction", "compaction_end without compaction_start")
+        if run.phase != "compaction":
+            raise self.fail("compaction", f"compaction_end in phase {run.phase!r}")
+        reason = field_of(event, "reason")
+        if (reason or "") != run.compaction_reason:
+            raise self.fail(
+                "compaction",
+                f"compaction_end reason {reason!r} differs from its start's "
+                f"{run.compaction_reason!r}",
+            )
+        run.compaction_reason = None
+
+    def _retry(self, event: Any, run: RunState, turn: TurnState | None) -> None:
+        if run.phase != "retry":
+            raise self.fail("compaction", f"retry event in phase {run.phase!r} (expected 'retry')")
+        if turn is not None:
+            turn.last_assistant = None  # the failed attempt's message is not kept
+
 
 __all__ = ["RULES", "EventGrammarError", "check_event_grammar"]
 
@@ -141,7 +369,7 @@ def check_event_grammar(events: Iterable[Any]) -> None:
     that is not an event.
     """
     items = events if isinstance(events, list | tuple) else list(events)
-    checker = _Checker(_runs_with_phase_changes(items))
+    checker = _Checker(runs_with_phase_changes(items))
     for index, event in enumerate(items):
         checker.feed(index, event)
     checker.finish(len(items))
@@ -152,12 +380,12 @@ class _Checker(ToolAndPhaseRules):
         self.phase_runs = phase_runs
         self.ordinal = -1
         self.prev_seq: int | None = None
-        self.run: _Run | None = None
+        self.run: RunState | None = None
         self.run_ids: set[Any] = set()
         self.index = -1
         self.kind: str | None = None
-        self.recent: deque[str] = deque(maxlen=_CONTEXT)
-        self.handlers: dict[str, _Handler] = {
+        self.recent: deque[str] = deque(maxlen=CONTEXT)
+        self.handlers: dict[str, Handler] = {
             "agent_end": self._agent_end,
             "turn_start": self._turn_start,
             "turn_end": self._turn_end,
@@ -182,20 +410,20 @@ class _Checker(ToolAndPhaseRules):
     # ---- the walk
 
     def feed(self, index: int, event: Any) -> None:
-        kind = _get(event, "type")
+        kind = field_of(event, "type")
         if not isinstance(kind, str):
             raise TypeError(f"item #{index} is not an event (no str 'type'): {event!r}")
         self.index = index
         self.kind = kind
 
-        seq = _get(event, "seq")
+        seq = field_of(event, "seq")
         if not isinstance(seq, int) or isinstance(seq, bool):
             raise self.fail("seq", f"seq must be an int, got {seq!r}")
         if self.prev_seq is not None and seq != self.prev_seq + 1:
             raise self.fail("seq", f"seq {seq} follows seq {self.prev_seq} (expected +1)")
         self.prev_seq = seq
 
-        turn_field = _get(event, "turn")
+        turn_field = field_of(event, "turn")
         if kind == "agent_start":
             self._agent_start(event, turn_field)
         else:
@@ -204,18 +432,18 @@ class _Checker(ToolAndPhaseRules):
                 raise self.fail(
                     "run-bounds", "event outside a run: no agent_start opened a run for it"
                 )
-            if _get(event, "run_id") != run.run_id:
+            if field_of(event, "run_id") != run.run_id:
                 raise self.fail(
                     "run-bounds",
-                    f"run_id {_get(event, 'run_id')!r} differs from the run's {run.run_id!r} "
+                    f"run_id {field_of(event, 'run_id')!r} differs from the run's {run.run_id!r} "
                     f"(agent_start at #{run.start})",
                 )
             turn = run.turn
             if kind != "turn_start" and kind != "turn_end":
                 if turn is None:
-                    if kind not in _OUTSIDE_TURN:
-                        if kind in _MESSAGE_EVENTS and (
-                            _get(_get(event, "message"), "role") == "user"
+                    if kind not in OUTSIDE_TURN:
+                        if kind in MESSAGE_EVENTS and (
+                            field_of(field_of(event, "message"), "role") == "user"
                         ):
                             raise self.fail("user-in-turn", "user message outside a turn")
                         raise self.fail("turn-nesting", f"{kind} outside a turn")
@@ -251,16 +479,16 @@ class _Checker(ToolAndPhaseRules):
                 f"agent_start before the previous run (agent_start at #{self.run.start}) "
                 "ended with agent_end",
             )
-        run_id = _get(event, "run_id")
+        run_id = field_of(event, "run_id")
         if run_id in self.run_ids:
             raise self.fail("run-bounds", f"run_id {run_id!r} was already used by a run")
         if turn_field is not None:
             raise self.fail("turn-nesting", f"agent_start has turn={turn_field!r} (expected None)")
         self.ordinal += 1
         self.run_ids.add(run_id)
-        self.run = _Run(run_id, self.index, self.ordinal in self.phase_runs)
+        self.run = RunState(run_id, self.index, self.ordinal in self.phase_runs)
 
-    def _agent_end(self, event: Any, run: _Run, turn: _Turn | None) -> None:
+    def _agent_end(self, event: Any, run: RunState, turn: TurnState | None) -> None:
         if turn is not None:
             raise self.fail("turn-nesting", f"agent_end while turn {turn.index} is open")
         if run.tracks_phase and run.phase != "idle":
@@ -269,7 +497,7 @@ class _Checker(ToolAndPhaseRules):
                 f"run ends in phase {run.phase!r}: expected phase_change(turn -> idle) "
                 "before agent_end",
             )
-        reason = _get(event, "reason")
+        reason = field_of(event, "reason")
         if reason not in END_REASONS:
             raise self.fail("end-reason", f"agent_end.reason {reason!r} is not a known reason")
         if reason == "terminated" and not run.batch_terminated:
@@ -280,24 +508,24 @@ class _Checker(ToolAndPhaseRules):
             )
         self.run = None
 
-    def _turn_start(self, event: Any, run: _Run, turn: _Turn | None) -> None:
+    def _turn_start(self, event: Any, run: RunState, turn: TurnState | None) -> None:
         if turn is not None:
             raise self.fail("turn-nesting", f"turn_start while turn {turn.index} is open")
-        turn_field = _get(event, "turn")
+        turn_field = field_of(event, "turn")
         if turn_field != run.next_turn:
             raise self.fail(
                 "turn-nesting", f"turn_start has turn={turn_field!r}, expected {run.next_turn}"
             )
         if run.tracks_phase and run.phase != "turn":
             raise self.fail("phase", f"turn_start in phase {run.phase!r} (expected 'turn')")
-        run.turn = _Turn(run.next_turn)
+        run.turn = TurnState(run.next_turn)
         run.next_turn += 1
         run.batch_terminated = False
 
-    def _turn_end(self, event: Any, run: _Run, turn: _Turn | None) -> None:
+    def _turn_end(self, event: Any, run: RunState, turn: TurnState | None) -> None:
         if turn is None:
             raise self.fail("turn-nesting", "turn_end without an open turn")
-        turn_field = _get(event, "turn")
+        turn_field = field_of(event, "turn")
         if turn_field != turn.index:
             raise self.fail(
                 "turn-nesting", f"turn_end has turn={turn_field!r}, expected {turn.index}"
@@ -323,20 +551,22 @@ class _Checker(ToolAndPhaseRules):
         for position, call_id in enumerate(turn.call_ids):
             if turn.call_required[position] and not turn.call_result[position]:
                 raise self.fail("tool-results", f"tool call {call_id!r} got no tool_result message")
-        reported = [_get(result, "tool_call_id") for result in _get(event, "tool_results") or ()]
+        reported = [
+            field_of(result, "tool_call_id") for result in field_of(event, "tool_results") or ()
+        ]
         if reported != turn.results:
             raise self.fail(
                 "tool-results",
                 f"turn_end.tool_results are for {reported!r}, but the turn's tool_result "
                 f"messages were for {turn.results!r}",
             )
-        message = _get(event, "message")
+        message = field_of(event, "message")
         if turn.has_assistant:
             expected = turn.last_assistant
             discarded = (
                 message is None
                 and expected is not None
-                and _get(expected, "stop_reason") == "error"
+                and field_of(expected, "stop_reason") == "error"
             )
             if message is not expected and message != expected and not discarded:
                 raise self.fail(
@@ -354,9 +584,9 @@ class _Checker(ToolAndPhaseRules):
 
     # ---- messages
 
-    def _message_start(self, event: Any, run: _Run, turn: _Turn | None) -> None:
+    def _message_start(self, event: Any, run: RunState, turn: TurnState | None) -> None:
         assert turn is not None  # guaranteed by feed()
-        role = _get(_get(event, "message"), "role")
+        role = field_of(field_of(event, "message"), "role")
         if turn.open_role is not None:
             raise self.fail(
                 "message-nesting",
@@ -365,11 +595,11 @@ class _Checker(ToolAndPhaseRules):
             )
         turn.open_role = role
         turn.open_at = self.index
-        turn.open_empty = not _get(_get(event, "message"), "content")
+        turn.open_empty = not field_of(field_of(event, "message"), "content")
 
-    def _message_update(self, event: Any, run: _Run, turn: _Turn | None) -> None:
+    def _message_update(self, event: Any, run: RunState, turn: TurnState | None) -> None:
         assert turn is not None
-        role = _get(_get(event, "message"), "role")
+        role = field_of(field_of(event, "message"), "role")
         if turn.open_role is None:
             raise self.fail("message-nesting", "message_update without message_start")
         if turn.open_role != "assistant" or role != "assistant":
@@ -385,10 +615,10 @@ class _Checker(ToolAndPhaseRules):
                 "content: a streamed message starts empty, its first delta comes in an update",
             )
 
-    def _message_end(self, event: Any, run: _Run, turn: _Turn | None) -> None:
+    def _message_end(self, event: Any, run: RunState, turn: TurnState | None) -> None:
         assert turn is not None
-        message = _get(event, "message")
-        role = _get(message, "role")
+        message = field_of(event, "message")
+        role = field_of(message, "role")
         if turn.open_role is None:
             raise self.fail("message-nesting", f"message_end({role}) without message_start")
         if role != turn.open_role:
@@ -400,8 +630,8 @@ class _Checker(ToolAndPhaseRules):
         if role == "assistant":
             turn.has_assistant = True
             turn.last_assistant = message
-            required = _get(message, "stop_reason") not in _UNSENT_STOP_REASONS
-            for call_id in _tool_call_ids(message):
+            required = field_of(message, "stop_reason") not in UNSENT_STOP_REASONS
+            for call_id in tool_call_ids(message):
                 if call_id in turn.call_pos:
                     raise self.fail(
                         "tool-results", f"tool call id {call_id!r} occurs twice in the turn"
@@ -411,4 +641,4 @@ class _Checker(ToolAndPhaseRules):
                 turn.call_required.append(required)
                 turn.call_result.append(False)
         elif role == "tool_result":
-            self._tool_result(turn, _get(message, "tool_call_id"))
+            self._tool_result(turn, field_of(message, "tool_call_id"))
