@@ -1,10 +1,13 @@
 """A test MCP server: every content type, isError, progress, slow and crashing tools.
 
-Run as ``python server.py [--http PORT] [--hang-initialize] [--hang-if FILE]
-[--log FILE]``: over stdio by default, over streamable HTTP on 127.0.0.1:PORT with
-``--http``. ``--hang-initialize`` never answers ``initialize``; ``--hang-if FILE`` does so
-only while FILE exists. ``--log FILE`` appends one line per notable event (``cancelled
-slow``) so tests can see what the server received.
+Run as ``python server.py [OPTIONS]``: over stdio by default, over streamable HTTP on
+127.0.0.1:PORT with ``--http PORT``. ``--hang-initialize`` never answers
+``initialize``; ``--hang-if FILE`` does so only while FILE exists. ``--log FILE``
+appends one line per notable event (``cancelled slow``) so tests can see what the server
+received. ``--touch FILE`` creates FILE on start; ``--wait-for FILE`` serves only once
+FILE exists. ``--hostile`` adds tools an attacker would write: a catastrophic-
+backtracking pattern, ANSI escapes in a description, floods of content, progress and
+stderr (``raw_server.py`` lists the schemas the SDK would refuse to send).
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ import base64
 import os
 import sys
 import time
+from typing import Annotated
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
 
 PNG = base64.b64encode(
     bytes.fromhex(
@@ -31,6 +36,9 @@ parser.add_argument("--http", type=int, default=None)
 parser.add_argument("--hang-initialize", action="store_true")
 parser.add_argument("--hang-if", default=None)
 parser.add_argument("--log", default=None)
+parser.add_argument("--hostile", action="store_true")
+parser.add_argument("--touch", default=None)
+parser.add_argument("--wait-for", default=None)
 options = parser.parse_args()
 
 
@@ -39,6 +47,12 @@ def log(line: str) -> None:
         with open(options.log, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
 
+
+if options.touch:  # tell a test this server has started
+    open(options.touch, "w").close()
+if options.wait_for:  # start serving only once another process has started
+    while not os.path.exists(options.wait_for):
+        time.sleep(0.01)
 
 if options.hang_initialize or (options.hang_if and os.path.exists(options.hang_if)):
     print("starting, but initialize will never be answered", file=sys.stderr, flush=True)
@@ -165,6 +179,41 @@ def pid() -> int:
 def now() -> float:
     """A timestamp."""
     return time.time()
+
+
+if options.hostile:
+
+    @server.tool()
+    def redos(word: Annotated[str, Field(pattern="^(a+)+$")]) -> str:
+        """A pattern that backtracks catastrophically in a backtracking engine."""
+        return word
+
+    @server.tool(description="\x1b[31mred\x1b[0m and \u202eevil")
+    def ansi() -> str:
+        return "\x1b]0;title\x07bell and \x1b[2Jclear"
+
+    @server.tool()
+    def flood(blocks: int, size: int) -> types.CallToolResult:
+        """Many content blocks of one size."""
+        text = "x" * size
+        return types.CallToolResult(content=[types.TextContent(text=text)] * blocks)
+
+    @server.tool()
+    async def progress_flood(count: int, ctx: Context) -> str:
+        """Many progress notifications at once."""
+        for step in range(count):
+            await ctx.report_progress(step, count, f"step {step}")
+        return "flooded"
+
+    @server.tool()
+    def shout(megabytes: int) -> str:
+        """Write a lot to stderr."""
+        line = "e" * 1023 + "\n"
+        for _ in range(megabytes * 1024):
+            sys.stderr.write(line)
+        sys.stderr.write("the last line\n")
+        sys.stderr.flush()
+        return "shouted"
 
 
 if __name__ == "__main__":

@@ -33,7 +33,8 @@ def test_mcp_lists_servers_state_and_tools(capsys: pytest.CaptureFixture[str]) -
     assert main(["mcp", "--json", "--mcp", f"extra={command}"]) == 0
     rows = {row["server"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["conf"]["tools"] == ["c_echo", "c_pid"]
-    assert rows["conf"]["transport"] == "stdio" and rows["conf"]["state"] == "running"
+    assert rows["conf"]["transport"] == "stdio"
+    assert rows["conf"]["state"] in ("running", "stopped")  # lazy once its tools are known
     assert "echo" in rows["extra"]["tools"] and "slow" in rows["extra"]["tools"]
     assert main(["mcp"]) == 0
     text = capsys.readouterr().out

@@ -8,21 +8,21 @@ command, arguments, environment, directory, or URL and headers). Agents hold it 
 States: ``stopped`` (never started, or stopped by its last user), ``starting``,
 ``running``, ``failed`` (it crashed or never started: the next call after the backoff
 starts it again; calls before then fail at once). A failure is described with the tail of
-the server's stderr. The process is owned by one task: it enters the SDK's transport and
-session contexts, and leaves them (ending the process) on stop, on crash or at interpreter
-exit.
+the server's stderr (kept as a bounded ring, :mod:`~mainspring.mcp.stderr`). Tools the
+server lists but that cannot be used are left out and kept in :attr:`Connection.skipped`
+with the reason (:mod:`~mainspring.mcp.listing`). The process is owned by one task: it
+enters the SDK's transport and session contexts, and leaves them (ending the process) on
+stop, on crash or at interpreter exit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import tempfile
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -34,6 +34,9 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from ..logs import get_logger
 from ..settings import McpServerSettings
 from . import runtime
+from .launch import CommandNotFound, resolve_command
+from .listing import ListingSieve
+from .stderr import StderrRing
 
 __all__ = ["Connection", "ServerFailure", "acquire", "connections", "release", "transport_key"]
 
@@ -66,6 +69,7 @@ class Connection:
         self.users = 0
         self.tools: tuple[types.Tool, ...] | None = None
         self.tools_version = 0
+        self.skipped: dict[str, str] = {}
         self.error: str | None = None
         self.started_s: float | None = None
         self.listeners: set[Callable[[], None]] = set()
@@ -73,7 +77,8 @@ class Connection:
         self._owner: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
         self._stop: asyncio.Event | None = None
-        self._stderr: TextIO | None = None
+        self._stderr: StderrRing | None = None
+        self._sieve = ListingSieve()
         self._failures = 0
         self._retry_at = 0.0
         self._relist: asyncio.Task[None] | None = None
@@ -107,7 +112,7 @@ class Connection:
         began = time.perf_counter()
         if self._stderr is not None:
             self._stderr.close()
-        stderr = self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        stderr = self._stderr = StderrRing()
         try:
             async with AsyncExitStack() as stack:
                 session = await self._open(stack, stderr)
@@ -136,16 +141,17 @@ class Connection:
             if self.state == "running":
                 self.state = "stopped"
 
-    async def _open(self, stack: AsyncExitStack, stderr: TextIO) -> ClientSession:
+    async def _open(self, stack: AsyncExitStack, stderr: StderrRing) -> ClientSession:
         settings = self.settings
         if settings.command is not None:
             params = StdioServerParameters(
-                command=settings.command,
+                command=resolve_command(settings),
                 args=list(settings.args),
                 env=dict(settings.env) or None,
                 cwd=settings.cwd,
             )
-            streams = await stack.enter_async_context(stdio_client(params, errlog=stderr))
+            assert stderr.writer is not None
+            streams = await stack.enter_async_context(stdio_client(params, errlog=stderr.writer))
         else:
             import httpx2
 
@@ -155,7 +161,7 @@ class Connection:
             streams = await stack.enter_async_context(
                 streamable_http_client(settings.url, http_client=client)
             )
-        read, write = streams[0], streams[1]
+        read, write = self._sieve.wrap(streams[0], streams[1])
         session = ClientSession(
             read,
             write,
@@ -167,6 +173,8 @@ class Connection:
     async def _list_tools(self, session: ClientSession) -> None:
         found: list[types.Tool] = []
         cursor: str | None = None
+        self._sieve.skipped = {}
+        self._sieve.version = session.protocol_version
         for _ in range(100):
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await session.list_tools(params=params)
@@ -174,6 +182,10 @@ class Connection:
             cursor = page.next_cursor
             if not cursor:
                 break
+        for tool, reason in self._sieve.skipped.items():
+            if self.skipped.get(tool) != reason:
+                _log.warning("mcp_tool_skipped", server=self.name, tool=tool, reason=reason)
+        self.skipped = dict(self._sieve.skipped)
         if self.tools is None or [t.model_dump() for t in found] != [
             t.model_dump() for t in self.tools
         ]:
@@ -215,16 +227,7 @@ class Connection:
 
     def stderr_tail(self) -> str:
         """The last couple of thousand characters the server wrote to stderr."""
-        stderr = self._stderr
-        if stderr is None or stderr.closed:
-            return ""
-        try:
-            stderr.flush()
-            size = stderr.seek(0, os.SEEK_END)
-            stderr.seek(max(0, size - _STDERR_TAIL))
-            return stderr.read().strip()[-_STDERR_TAIL:]
-        except (OSError, ValueError):
-            return ""
+        return "" if self._stderr is None else self._stderr.tail(_STDERR_TAIL)
 
     async def stop(self) -> None:
         """End the session and the process; returns once they are gone (a few seconds max)."""
@@ -284,6 +287,8 @@ class Connection:
 
 
 def _describe(error: BaseException, startup_timeout_s: float, started: bool) -> str:
+    if isinstance(error, CommandNotFound):
+        return f"cannot start: {error}"
     if isinstance(error, TimeoutError) and not started:
         return f"did not answer initialize within {startup_timeout_s} s"
     if isinstance(error, BaseExceptionGroup):

@@ -1,0 +1,157 @@
+"""Tool listings that survive bad tools: each unusable tool is dropped and reported.
+
+The SDK validates a ``tools/list`` reply as a whole, so one tool with a malformed input
+schema (no ``"type": "object"`` at the root, say) would lose the server every tool.
+:class:`ListingSieve` sits between the transport and the session: it notes the ids of
+outgoing ``tools/list`` requests and, in their replies, keeps only the tools that pass
+:func:`tool_problem`, recording the others (name and reason) in :attr:`skipped`.
+Nothing else passes through it differently, and it adds no task or queue: it wraps the
+transport's two streams in place.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, Self
+
+from mcp.shared.message import SessionMessage
+from mcp_types.jsonrpc import JSONRPCRequest, JSONRPCResponse
+from mcp_types.methods import validate_server_result
+from pydantic import ValidationError
+
+from ..json_schema import check_schema
+
+__all__ = ["ListingSieve", "tool_problem"]
+
+_DEFAULT_VERSION = "2025-11-25"
+
+
+def tool_problem(raw: Any, version: str | None, reply: dict[str, Any] | None = None) -> str | None:
+    """Why the tool entry ``raw`` of a ``tools/list`` reply cannot be used, or ``None``.
+
+    ``reply`` is the rest of the reply (its other fields are checked with the tool, but
+    only the tool's own problems count).
+    """
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        return "the entry is not a tool (an object with a string name)"
+    schema = raw.get("inputSchema")
+    if not isinstance(schema, dict):
+        return "its inputSchema is not a JSON object"
+    if schema.get("type") != "object":
+        return 'its inputSchema has no "type": "object" at the root'
+    try:
+        probe = {**(reply or {}), "tools": [raw]}
+        validate_server_result("tools/list", version or _DEFAULT_VERSION, probe)
+    except ValidationError as error:
+        for found in error.errors(include_url=False):
+            if tuple(found["loc"][:2]) == ("tools", 0):
+                where = ".".join(str(part) for part in found["loc"][2:]) or "(tool)"
+                return f"{where}: {found['msg']}"
+    except (KeyError, ValueError):
+        pass  # a version the SDK has no surface for: the SDK itself decides
+    try:
+        check_schema(schema, linear_regex=True)
+    except ValueError as error:
+        return f"its inputSchema cannot be used: {error}"
+    return None
+
+
+class ListingSieve:
+    """Wraps a transport's streams; see the module docs. ``version`` is read per reply."""
+
+    def __init__(self) -> None:
+        self.pending: set[Any] = set()
+        self.skipped: dict[str, str] = {}
+        self.version: str | None = None
+
+    def wrap(self, read: Any, write: Any) -> tuple[Any, Any]:
+        """The transport's (read, write) streams, sieved; the SDK's stream protocols."""
+        return _SievedReads(read, self), _NotedWrites(write, self)
+
+    def sent(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, JSONRPCRequest) and message.method == "tools/list":
+            self.pending.add(message.id)
+
+    def received(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
+        if not isinstance(item, SessionMessage) or not self.pending:
+            return item
+        message = item.message
+        if not isinstance(message, JSONRPCResponse) or message.id not in self.pending:
+            return item
+        self.pending.discard(message.id)
+        tools = message.result.get("tools")
+        if isinstance(tools, list):
+            kept = []
+            for raw in tools:
+                problem = tool_problem(raw, self.version, message.result)
+                if problem is None:
+                    kept.append(raw)
+                else:
+                    name = raw.get("name") if isinstance(raw, dict) else None
+                    self.skipped[str(name) if isinstance(name, str) else repr(raw)[:60]] = problem
+            message.result["tools"] = kept
+        return item
+
+
+class _SievedReads:
+    def __init__(self, inner: Any, sieve: ListingSieve) -> None:
+        self._inner = inner
+        self._sieve = sieve
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        item: SessionMessage | Exception = await self._inner.receive()
+        return self._sieve.received(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        item: SessionMessage | Exception = await self._inner.__anext__()
+        return self._sieve.received(item)
+
+    async def __aenter__(self) -> Self:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+        return result
+
+
+class _NotedWrites:
+    def __init__(self, inner: Any, sieve: ListingSieve) -> None:
+        self._inner = inner
+        self._sieve = sieve
+
+    async def send(self, item: SessionMessage, /) -> None:
+        self._sieve.sent(item)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+        return result
