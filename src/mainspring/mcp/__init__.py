@@ -8,12 +8,14 @@ mapping of results; :mod:`mainspring.plugins.mcp` is the built-in plugin that us
 from __future__ import annotations
 
 from .binding import bind, configured_servers, report, status
-from .tools import McpTool, to_tool_result, tool_name
+from .tools import McpTool, annotation_effects, escape_control, to_tool_result, tool_name
 
 __all__ = [
     "McpTool",
+    "annotation_effects",
     "bind",
     "configured_servers",
+    "escape_control",
     "report",
     "status",
     "to_tool_result",
