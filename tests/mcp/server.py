@@ -5,7 +5,8 @@ Run as ``python server.py [OPTIONS]``: over stdio by default, over streamable HT
 ``initialize``; ``--hang-if FILE`` does so only while FILE exists. ``--log FILE``
 appends one line per notable event (``cancelled slow``) so tests can see what the server
 received. ``--touch FILE`` creates FILE on start; ``--wait-for FILE`` serves only once
-FILE exists. ``--hostile`` adds tools an attacker would write: a catastrophic-
+FILE exists; ``--extra-tool-if FILE`` lists a tool ``extra`` when FILE exists as it
+starts. ``--hostile`` adds tools an attacker would write: a catastrophic-
 backtracking pattern, ANSI escapes in a description, floods of content, progress and
 stderr (``raw_server.py`` lists the schemas the SDK would refuse to send).
 """
@@ -39,6 +40,7 @@ parser.add_argument("--log", default=None)
 parser.add_argument("--hostile", action="store_true")
 parser.add_argument("--touch", default=None)
 parser.add_argument("--wait-for", default=None)
+parser.add_argument("--extra-tool-if", default=None)
 options = parser.parse_args()
 
 
@@ -147,6 +149,27 @@ def crash() -> str:
     os._exit(3)
 
 
+def exit_unless(flag: str) -> None:
+    if not os.path.exists(flag):
+        open(flag, "w").close()
+        print("crash_once: exiting the first time", file=sys.stderr, flush=True)
+        os._exit(4)
+
+
+@server.tool(annotations=types.ToolAnnotations(idempotent_hint=True))
+def crash_once(flag: str) -> str:
+    """Exit mid-call the first time (FLAG does not exist), answer the next; idempotent."""
+    exit_unless(flag)
+    return "answered after a restart"
+
+
+@server.tool()
+def crash_once_unsafe(flag: str) -> str:
+    """The same, without claiming to be idempotent."""
+    exit_unless(flag)
+    return "answered after a restart"
+
+
 @server.tool()
 async def grow(ctx: Context) -> str:
     """Add a tool and tell the client the list changed."""
@@ -179,6 +202,14 @@ def pid() -> int:
 def now() -> float:
     """A timestamp."""
     return time.time()
+
+
+if options.extra_tool_if and os.path.exists(options.extra_tool_if):
+
+    @server.tool()
+    def extra() -> str:
+        """Listed only when the server started while the flag file existed."""
+        return "extra"
 
 
 if options.hostile:

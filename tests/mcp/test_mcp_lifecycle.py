@@ -166,6 +166,7 @@ async def test_a_tool_list_change_reaches_the_next_run() -> None:
         assert "added" not in {tool.name for tool in agent.state.tools}
         await agent.prompt("grow")
         assert "added" in {tool.name for tool in agent.state.tools}
+        assert agent.tool_owners["added"] == agent.tool_owners["grow"] == "mcp"
         await agent.prompt("use it")
         assert agent.state.messages[-2].text == "new"
 

@@ -6,8 +6,15 @@ command, arguments, environment, directory, or URL and headers). Agents hold it 
 :func:`acquire`/:func:`release`; when the last one releases it the server is stopped.
 
 States: ``stopped`` (never started, or stopped by its last user), ``starting``,
-``running``, ``failed`` (it crashed or never started: the next call after the backoff
-starts it again; calls before then fail at once). A failure is described with the tail of
+``running``, ``failed`` (it crashed, exited while idle or never started: the next call
+after the backoff starts it again; calls before then fail at once). A stdio server that
+exits while idle is noticed at once (its output ends) and marked ``failed``; an HTTP
+server that lost the session answers the next call with 404, and that call starts a new
+session and is sent again (the server never ran it). A call the server dropped by
+exiting is sent again once, after a restart, only if the tool is idempotent. A restart
+that finds the tool list changed tells the listeners (the agents) as
+``notifications/tools/list_changed`` does. HTTP 401 and 403 are said as such, naming
+the server and the header that was sent. A failure is described with the tail of
 the server's stderr (kept as a bounded ring, :mod:`~mainspring.mcp.stderr`). Tools the
 server lists but that cannot be used are left out and kept in :attr:`Connection.skipped`
 with the reason (:mod:`~mainspring.mcp.listing`). The process is owned by one task: it
@@ -37,6 +44,7 @@ from . import runtime
 from .launch import CommandNotFound, resolve_command
 from .listing import ListingSieve
 from .stderr import StderrRing
+from .streams import tapped
 
 __all__ = ["Connection", "ServerFailure", "acquire", "connections", "release", "transport_key"]
 
@@ -65,7 +73,8 @@ class Connection:
         self.key = key
         self.name = name
         self.settings = settings
-        self.state = "stopped"
+        self._state = "stopped"
+        self._state_changed: asyncio.Condition | None = None
         self.users = 0
         self.tools: tuple[types.Tool, ...] | None = None
         self.tools_version = 0
@@ -82,6 +91,37 @@ class Connection:
         self._failures = 0
         self._retry_at = 0.0
         self._relist: asyncio.Task[None] | None = None
+        self._lost: asyncio.Event | None = None
+        self._announcing: set[asyncio.Task[None]] = set()
+        self._calls = 0
+        self._http_status: int | None = None
+
+    @property
+    def state(self) -> str:
+        """``stopped``, ``starting``, ``running``, ``failing`` or ``failed``."""
+        return self._state
+
+    @state.setter
+    def state(self, value: str) -> None:
+        self._state = value
+        condition = self._state_changed
+        if condition is not None:
+            task = asyncio.get_running_loop().create_task(self._announce(condition))
+            self._announcing.add(task)
+            task.add_done_callback(self._announcing.discard)
+
+    @staticmethod
+    async def _announce(condition: asyncio.Condition) -> None:
+        async with condition:
+            condition.notify_all()
+
+    async def wait_for_state(self, *states: str) -> str:
+        """Return once the state is one of ``states`` (on the runtime loop)."""
+        if self._state_changed is None:
+            self._state_changed = asyncio.Condition()
+        async with self._state_changed:
+            await self._state_changed.wait_for(lambda: self._state in states)
+        return self._state
 
     # -- lifecycle (runtime loop) ---------------------------------------------------------
 
@@ -113,6 +153,9 @@ class Connection:
         if self._stderr is not None:
             self._stderr.close()
         stderr = self._stderr = StderrRing()
+        lost = self._lost = asyncio.Event()
+        self._http_status = None
+        known = self.tools_version
         try:
             async with AsyncExitStack() as stack:
                 session = await self._open(stack, stderr)
@@ -124,10 +167,16 @@ class Connection:
                 self._failures = 0
                 self.started_s = time.perf_counter() - began
                 ready.set_result(None)
-                await stop.wait()
+                if known and self.tools_version != known:
+                    self._notify()
+                await _either(stop, lost)
+                if not stop.is_set():
+                    raise _Lost()
         except BaseException as error:
             self._session = None
-            reason = _describe(error, self.settings.startup_timeout_s, ready.done())
+            reason = self._http_refusal() or _describe(
+                error, self.settings.startup_timeout_s, ready.done(), self._calls
+            )
             if isinstance(error, asyncio.CancelledError) or stop.is_set():
                 self.state = "stopped"
             else:
@@ -156,12 +205,23 @@ class Connection:
             import httpx2
 
             assert settings.url is not None
-            client = httpx2.AsyncClient(headers=settings.headers, timeout=httpx2.Timeout(30.0))
+
+            async def note_status(response: httpx2.Response) -> None:
+                if response.status_code >= 400:
+                    self._http_status = response.status_code
+
+            client = httpx2.AsyncClient(
+                headers=settings.headers,
+                timeout=httpx2.Timeout(30.0),
+                event_hooks={"response": [note_status]},
+            )
             await stack.enter_async_context(client)
             streams = await stack.enter_async_context(
                 streamable_http_client(settings.url, http_client=client)
             )
-        read, write = self._sieve.wrap(streams[0], streams[1])
+        read, write = tapped(
+            streams[0], streams[1], self._sieve.sent, self._sieve.received, self._stream_ended
+        )
         session = ClientSession(
             read,
             write,
@@ -209,8 +269,33 @@ class Connection:
         except Exception as error:
             _log.warning("mcp_list_tools_failed", server=self.name, error=str(error))
         if self.tools_version != version:
-            for listener in list(self.listeners):
+            self._notify()
+
+    def _notify(self) -> None:
+        for listener in list(self.listeners):
+            try:
                 listener()
+            except Exception as error:  # one agent's refresh never stops the others'
+                _log.warning("mcp_tool_refresh_failed", server=self.name, error=str(error))
+
+    def _stream_ended(self) -> None:
+        if self._lost is not None:
+            self._lost.set()
+
+    def _dropped_call(self) -> str:
+        if self.settings.command is not None:
+            return "exited or closed its output during the call"
+        return "closed the connection during the call"
+
+    def _http_refusal(self) -> str | None:
+        """The sentence for an HTTP 401/403 the server answered last, or ``None``."""
+        status = self._http_status
+        if status not in (401, 403):
+            return None
+        what = "401 Unauthorized" if status == 401 else "403 Forbidden"
+        sent = ", ".join(sorted(self.settings.headers))
+        headers = f"the header {sent} was sent" if sent else "no header was sent"
+        return f"was refused by the server: HTTP {what} ({headers}; check its token)"
 
     def _failed(self, reason: str) -> None:
         self.state = "failed"
@@ -249,7 +334,9 @@ class Connection:
 
     async def _crashed(self, reason: str) -> None:
         """The session broke under a call: let the owner unwind, then describe the failure."""
-        if self.state == "failed":
+        if self.state in ("failed", "failing"):
+            if self._owner is not None:
+                await asyncio.wait([self._owner], timeout=_STOP_S)
             return
         self.state = "failing"
         owner, stop = self._owner, self._stop
@@ -262,21 +349,42 @@ class Connection:
     # -- calls (runtime loop) -------------------------------------------------------------
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], progress: ProgressFnT | None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None,
+        idempotent: bool = False,
     ) -> types.CallToolResult:
         """Call the tool ``name``; :class:`ServerFailure` if the server is not there for it.
 
+        A call the server never ran (an HTTP session gone) is sent again on a new one; a
+        call it dropped by exiting is sent again once, after a restart, if ``idempotent``.
         Cancelling this coroutine cancels the request: the SDK sends the server
         ``notifications/cancelled``.
         """
-        session = await self.ensure_started()
-        try:
-            result = await session.call_tool(name, arguments, progress_callback=progress)
-        except MCPError as error:
-            if error.error.code == types.CONNECTION_CLOSED:
-                await self._crashed("exited or closed the connection during the call")
-                raise ServerFailure(self.error) from None
-            raise
+        for attempt in (1, 2):
+            session = await self.ensure_started()
+            self._http_status = None
+            self._calls += 1
+            try:
+                result = await session.call_tool(name, arguments, progress_callback=progress)
+                break
+            except MCPError as error:
+                refusal = self._http_refusal()
+                if refusal is not None:
+                    raise ServerFailure(f'MCP server "{self.name}" {refusal}') from None
+                never_ran = self._http_status == 404 and self.settings.url is not None
+                if error.error.code != types.CONNECTION_CLOSED and not never_ran:
+                    raise
+                if never_ran:
+                    await self._crashed("lost its HTTP session (404)")
+                else:
+                    await self._crashed(self._dropped_call())
+                if attempt == 2 or not (never_ran or idempotent):
+                    raise ServerFailure(self.error) from None
+                _log.info("mcp_call_retried", server=self.name, tool=name)
+            finally:
+                self._calls -= 1
         relist = self._relist
         if relist is not None and not relist.done():
             # the server changed its tools during the call: agents learn it before the result
@@ -286,14 +394,29 @@ class Connection:
         return result
 
 
-def _describe(error: BaseException, startup_timeout_s: float, started: bool) -> str:
+class _Lost(Exception):
+    """The server's stream ended without anyone stopping it."""
+
+
+async def _either(first: asyncio.Event, second: asyncio.Event) -> None:
+    waits = [asyncio.ensure_future(first.wait()), asyncio.ensure_future(second.wait())]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+
+
+def _describe(error: BaseException, startup_timeout_s: float, started: bool, calls: int) -> str:
     if isinstance(error, CommandNotFound):
         return f"cannot start: {error}"
+    if isinstance(error, _Lost):
+        return "exited while idle" if not calls else "exited during a call"
     if isinstance(error, TimeoutError) and not started:
         return f"did not answer initialize within {startup_timeout_s} s"
     if isinstance(error, BaseExceptionGroup):
         first = error.exceptions[0]
-        return _describe(first, startup_timeout_s, started)
+        return _describe(first, startup_timeout_s, started, calls)
     what = "failed to start" if not started else "stopped"
     return f"{what}: {type(error).__name__}: {error}"
 

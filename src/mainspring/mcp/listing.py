@@ -11,8 +11,7 @@ transport's two streams in place.
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from mcp.shared.message import SessionMessage
 from mcp_types.jsonrpc import JSONRPCRequest, JSONRPCResponse
@@ -57,23 +56,21 @@ def tool_problem(raw: Any, version: str | None, reply: dict[str, Any] | None = N
 
 
 class ListingSieve:
-    """Wraps a transport's streams; see the module docs. ``version`` is read per reply."""
+    """See the module docs; ``version`` (the negotiated protocol) is read per reply."""
 
     def __init__(self) -> None:
         self.pending: set[Any] = set()
         self.skipped: dict[str, str] = {}
         self.version: str | None = None
 
-    def wrap(self, read: Any, write: Any) -> tuple[Any, Any]:
-        """The transport's (read, write) streams, sieved; the SDK's stream protocols."""
-        return _SievedReads(read, self), _NotedWrites(write, self)
-
     def sent(self, item: SessionMessage) -> None:
+        """Note an outgoing message (a ``tools/list`` request's id is remembered)."""
         message = item.message
         if isinstance(message, JSONRPCRequest) and message.method == "tools/list":
             self.pending.add(message.id)
 
     def received(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
+        """An incoming message, with the unusable tools of a ``tools/list`` reply removed."""
         if not isinstance(item, SessionMessage) or not self.pending:
             return item
         message = item.message
@@ -92,66 +89,3 @@ class ListingSieve:
                     self.skipped[str(name) if isinstance(name, str) else repr(raw)[:60]] = problem
             message.result["tools"] = kept
         return item
-
-
-class _SievedReads:
-    def __init__(self, inner: Any, sieve: ListingSieve) -> None:
-        self._inner = inner
-        self._sieve = sieve
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> SessionMessage | Exception:
-        item: SessionMessage | Exception = await self._inner.receive()
-        return self._sieve.received(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        item: SessionMessage | Exception = await self._inner.__anext__()
-        return self._sieve.received(item)
-
-    async def __aenter__(self) -> Self:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
-        return result
-
-
-class _NotedWrites:
-    def __init__(self, inner: Any, sieve: ListingSieve) -> None:
-        self._inner = inner
-        self._sieve = sieve
-
-    async def send(self, item: SessionMessage, /) -> None:
-        self._sieve.sent(item)
-        await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
-        return result

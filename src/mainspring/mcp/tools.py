@@ -88,9 +88,13 @@ def tool_name(prefix: str | None, name: str) -> str:
 
 
 class McpTool(Tool):
-    """A tool served by an MCP server: ``server`` names it, ``remote_name`` is its name there."""
+    """A tool served by an MCP server: ``server`` names it, ``remote_name`` is its name there.
 
-    __slots__ = ("annotations", "connection", "remote_name", "server", "settings")
+    ``owner`` is ``"mcp"``: a tool that appears when the server's list changes is owned
+    by the ``mcp`` plugin like the ones the agent was built with (``agent.tool_owners``).
+    """
+
+    __slots__ = ("annotations", "connection", "owner", "remote_name", "server", "settings")
 
     def __init__(
         self, server: str, settings: McpServerSettings, connection: Connection, remote: types.Tool
@@ -117,6 +121,7 @@ class McpTool(Tool):
 
         check_schema(schema, linear_regex=True)
         self.server = server
+        self.owner = "mcp"  # the plugin that gives it, also when it arrives after a refresh
         self.settings = settings
         self.connection = connection
         self.remote_name = remote.name
@@ -133,7 +138,7 @@ class McpTool(Tool):
         progress = _Progress(asyncio.get_running_loop(), ctx, self.settings.escape_control)
         try:
             result = await runtime.call(
-                self.connection.call_tool(self.remote_name, args, progress.report)
+                self.connection.call_tool(self.remote_name, args, progress.report, self.idempotent)
             )
         except ServerFailure as failure:
             return ToolResult.error(str(failure), details=self._details(None, []))
