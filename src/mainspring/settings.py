@@ -244,9 +244,12 @@ class McpServerSettings(_Section):
 
 
 class McpSettings(_Section):
-    """MCP servers by name (``[mcp.servers.NAME]`` tables in the config file)."""
+    """MCP servers by name (``[mcp.servers.NAME]`` tables in the config file), and JSON
+    files in Claude Desktop's ``mcpServers`` format whose servers are added
+    (``server_files``; a server named in ``servers`` wins)."""
 
     servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    server_files: tuple[str, ...] = ()
 
 
 class Settings(_Section):

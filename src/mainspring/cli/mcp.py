@@ -22,13 +22,15 @@ __all__ = ["add_mcp_option", "mcp_command", "server_of"]
 
 
 def add_mcp_option(parser: argparse.ArgumentParser) -> None:
-    """``--mcp NAME=COMMAND`` (repeatable): an MCP server for this invocation only."""
+    """``--mcp NAME=COMMAND`` (repeatable): MCP servers for this invocation only."""
     parser.add_argument(
         "--mcp",
         action="append",
         default=[],
         metavar="NAME=COMMAND",
-        help="use the MCP server NAME started by COMMAND (or at an http(s) URL) (repeatable)",
+        help="use the MCP server NAME started by COMMAND, at an http(s) URL, or described by "
+        "an inline TOML table (NAME={url=..., headers={...}}); or the servers of a JSON file "
+        "in Claude Desktop's mcpServers format (repeatable)",
     )
 
 
@@ -38,7 +40,10 @@ def apply_mcp_option(values: list[str], settings: Any) -> Any:
         return settings
     from ..plugins.mcp import parse_server_option, with_servers
 
-    return with_servers(dict(parse_server_option(value) for value in values), settings)
+    servers: dict[str, Any] = {}
+    for value in values:
+        servers.update(parse_server_option(value))
+    return with_servers(servers, settings)
 
 
 def server_of(tool: Any) -> str | None:

@@ -1,12 +1,14 @@
 """Which MCP servers an agent uses, and the agent's hold on their connections.
 
 Servers come from ``agent.settings.mcp.servers`` (the config file's
-``[mcp.servers.NAME]`` tables, or :class:`~mainspring.settings.Settings` built in code)
-and from plugins: any registered plugin (an installed distribution's entry-point module
-included) may declare servers with a module or object attribute ``mcp_servers``, a
-mapping (or a function of no arguments returning one) of server names to the same tables
-(:class:`~mainspring.settings.McpServerSettings` or dicts). A server named in the
-settings replaces a plugin's server of the same name; disabled servers are left out;
+``[mcp.servers.NAME]`` tables, or :class:`~mainspring.settings.Settings` built in code),
+from the JSON files of ``agent.settings.mcp.server_files`` (Claude Desktop's
+``mcpServers`` format) and from plugins: any registered plugin (an installed
+distribution's entry-point module included) may declare servers with a module or object
+attribute ``mcp_servers``, a mapping (or a function of no arguments returning one) of
+server names to the same tables (:class:`~mainspring.settings.McpServerSettings` or
+dicts). A server named in the settings replaces one of a file, which replaces a plugin's
+server of the same name; disabled servers are left out;
 ``${VAR}`` in ``url``, ``headers`` and ``env`` is expanded (:mod:`~mainspring.mcp.launch`).
 
 :func:`bind` runs in the agent's constructor: it takes a hold on each server's shared
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import PluginLoadError
 from ..logs import get_logger
+from ..plugins.mcp import servers_from_json
 from ..settings import McpServerSettings
 from ..tools import Tool
 from . import runtime
@@ -70,6 +73,11 @@ def configured_servers(agent: Agent) -> dict[str, McpServerSettings]:
                 raise PluginLoadError(
                     f"plugin {info.name!r}: MCP server {name!r}: {error}", plugin=info.name
                 ) from None
+    try:
+        for path in agent.settings.mcp.server_files:
+            found.update(servers_from_json(path))
+    except ValueError as error:
+        raise PluginLoadError(str(error), plugin="mcp") from None
     found.update(agent.settings.mcp.servers)
     try:
         return {
