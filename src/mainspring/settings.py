@@ -209,6 +209,8 @@ class McpServerSettings(_Section):
     reported and its tools left out. A result keeps at most ``max_content_blocks`` blocks
     and ``max_content_bytes`` bytes of content (past them, one truncation notice);
     ``escape_control`` escapes control characters in tool names, descriptions and results.
+    ``roots`` are the directories the server is told it may work in (default: its
+    ``cwd``, else the process's working directory).
     ``enabled=False`` keeps the entry but ignores it.
     """
 
@@ -228,6 +230,7 @@ class McpServerSettings(_Section):
     max_content_blocks: int = Field(default=100, ge=1)
     max_content_bytes: int = Field(default=1_000_000, ge=1)
     escape_control: bool = True
+    roots: tuple[str, ...] | None = None
     enabled: bool = True
 
     @field_validator("timeout_s", mode="before")

@@ -84,5 +84,6 @@ def start_http_server(port: int, *extra: str) -> subprocess.Popen[str]:
 
 
 def stop_process(process: subprocess.Popen[str]) -> None:
-    process.terminate()
+    """End the server at once (a graceful stop would wait for open streams)."""
+    process.kill()
     process.wait(10)

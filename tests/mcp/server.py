@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import os
 import sys
 import time
@@ -174,7 +175,9 @@ def crash_once_unsafe(flag: str) -> str:
 async def grow(ctx: Context) -> str:
     """Add a tool and tell the client the list changed."""
     server.add_tool(lambda: "new", name="added", description="Added at run time.")
-    await ctx.session.send_tool_list_changed()
+    with contextlib.suppress(ValueError):  # 2026-07-28: to subscriptions/listen streams
+        await ctx.notify_tools_changed()
+    await ctx.session.send_tool_list_changed()  # earlier protocols: on the session
     return "grown"
 
 
@@ -198,7 +201,7 @@ def pid() -> int:
     return os.getpid()
 
 
-@server.tool()
+@server.tool(annotations=types.ToolAnnotations(read_only_hint=True))
 def now() -> float:
     """A timestamp."""
     return time.time()

@@ -26,15 +26,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pathlib
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
-import anyio
 import mcp_types as types
+from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
+from mcp_types.jsonrpc import JSONRPCNotification
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
@@ -45,6 +49,7 @@ from .launch import CommandNotFound, resolve_command
 from .listing import ListingSieve
 from .stderr import StderrRing
 from .streams import tapped
+from .text import escape_control
 
 __all__ = ["Connection", "ServerFailure", "acquire", "connections", "release", "transport_key"]
 
@@ -54,6 +59,19 @@ _STDERR_TAIL = 2_000
 _BACKOFF_FIRST_S = 1.0
 _BACKOFF_MAX_S = 30.0
 _STOP_S = 5.0
+_LOG_DATA = 4_000
+_LIST_CHANGED = "notifications/tools/list_changed"
+_EXTRAS = 1_000  # resources or prompts kept per server
+_LOG_LEVELS = {
+    "debug": "debug",
+    "info": "info",
+    "notice": "info",
+    "warning": "warning",
+    "error": "error",
+    "critical": "error",
+    "alert": "error",
+    "emergency": "error",
+}
 
 
 class ServerFailure(Exception):
@@ -79,6 +97,10 @@ class Connection:
         self.tools: tuple[types.Tool, ...] | None = None
         self.tools_version = 0
         self.skipped: dict[str, str] = {}
+        self.resources: tuple[types.Resource, ...] = ()
+        self.prompts: tuple[types.Prompt, ...] = ()
+        self.instructions: str | None = None
+        self.protocol_version: str | None = None
         self.error: str | None = None
         self.started_s: float | None = None
         self.listeners: set[Callable[[], None]] = set()
@@ -158,10 +180,11 @@ class Connection:
         known = self.tools_version
         try:
             async with AsyncExitStack() as stack:
-                session = await self._open(stack, stderr)
-                with anyio.fail_after(self.settings.startup_timeout_s):
-                    await session.initialize()
+                streams = await self._open(stack, stderr)
+                async with asyncio.timeout(self.settings.startup_timeout_s):
+                    session = await self._handshake(stack, streams)
                     await self._list_tools(session)
+                    await self._list_extras(session)
                 self._session = session
                 self.state = "running"
                 self._failures = 0
@@ -190,7 +213,8 @@ class Connection:
             if self.state == "running":
                 self.state = "stopped"
 
-    async def _open(self, stack: AsyncExitStack, stderr: StderrRing) -> ClientSession:
+    async def _open(self, stack: AsyncExitStack, stderr: StderrRing) -> tuple[Any, Any]:
+        """The transport's streams, tapped (the process started, or the HTTP client made)."""
         settings = self.settings
         if settings.command is not None:
             params = StdioServerParameters(
@@ -219,16 +243,68 @@ class Connection:
             streams = await stack.enter_async_context(
                 streamable_http_client(settings.url, http_client=client)
             )
-        read, write = tapped(
-            streams[0], streams[1], self._sieve.sent, self._sieve.received, self._stream_ended
-        )
-        session = ClientSession(
-            read,
-            write,
+        return tapped(streams[0], streams[1], self._sieve.sent, self._received, self._stream_ended)
+
+    async def _handshake(self, stack: AsyncExitStack, streams: tuple[Any, Any]) -> ClientSession:
+        """The session, its protocol version negotiated by the SDK (``server/discover``,
+        falling back to ``initialize`` for servers of an earlier protocol)."""
+        client = Client(
+            _Opened(streams),
+            mode="auto",
+            cache=None,
             message_handler=self._on_message,
+            list_roots_callback=self._list_roots,
+            logging_callback=self._on_log,
             client_info=types.Implementation(name="mainspring", version="0.1.0"),
         )
-        return await stack.enter_async_context(session)
+        await stack.enter_async_context(client)
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            listening = asyncio.get_running_loop().create_task(self._listen(client))
+            stack.callback(listening.cancel)
+        return client.session
+
+    async def _list_roots(self, context: Any) -> types.ListRootsResult:
+        """The roots the server may work in: ``roots``, else its ``cwd`` (or the process's)."""
+        return types.ListRootsResult(roots=_roots(self.settings))
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A server log message, as a structured log record naming the server."""
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
+        level = _LOG_LEVELS.get(params.level, "info")
+        getattr(_log, level)(
+            "mcp_server_log",
+            server=self.name,
+            level=params.level,
+            logger=params.logger,
+            data=escape_control(data[:_LOG_DATA]),
+        )
+
+    async def _list_extras(self, session: ClientSession) -> None:
+        """Resources and prompts, when the server offers them (a failure only logged)."""
+        capabilities = session.server_capabilities
+        self.instructions = session.instructions
+        self.protocol_version = session.protocol_version
+        resources: list[types.Resource] = []
+        prompts: list[types.Prompt] = []
+        try:
+            if capabilities is not None and capabilities.resources is not None:
+                resources = (await session.list_resources()).resources[:_EXTRAS]
+            if capabilities is not None and capabilities.prompts is not None:
+                prompts = (await session.list_prompts()).prompts[:_EXTRAS]
+        except (MCPError, ValueError) as error:
+            _log.warning("mcp_list_extras_failed", server=self.name, error=str(error))
+        self.resources, self.prompts = tuple(resources), tuple(prompts)
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """Read the resource ``uri``; :class:`ServerFailure` if the server is not there."""
+        session = await self.ensure_started()
+        try:
+            return await session.read_resource(uri)
+        except MCPError as error:
+            if error.error.code == types.CONNECTION_CLOSED:
+                await self._crashed(self._dropped_call())
+                raise ServerFailure(self.error) from None
+            raise
 
     async def _list_tools(self, session: ClientSession) -> None:
         found: list[types.Tool] = []
@@ -252,10 +328,26 @@ class Connection:
             self.tools = tuple(found)
             self.tools_version += 1
 
-    async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
+    def _received(self, item: Any) -> Any:
+        """Every incoming message, in order, before the SDK handles it: a tool-list change
+        starts the re-listing at once, so a call whose result follows it waits for it."""
+        message = getattr(item, "message", None)
+        if isinstance(message, JSONRPCNotification) and message.method == _LIST_CHANGED:
             self._relist = asyncio.get_running_loop().create_task(self._refresh())
-        elif isinstance(message, Exception):
+        return self._sieve.received(item)
+
+    async def _listen(self, client: Client) -> None:
+        """Keep a ``subscriptions/listen`` stream open (2026-07-28), so the server sends
+        tool-list changes; they are acted on as they arrive (:meth:`_received`)."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _ in subscription:
+                    pass
+        except (MCPError, RuntimeError, TimeoutError) as error:
+            _log.debug("mcp_listen_ended", server=self.name, error=str(error))
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
             _log.debug("mcp_transport_error", server=self.name, error=str(message))
 
     async def _refresh(self) -> None:
@@ -392,6 +484,27 @@ class Connection:
         if not isinstance(result, types.CallToolResult):
             raise ServerFailure(f"unexpected reply to tools/call: {type(result).__name__}")
         return result
+
+
+def _roots(settings: McpServerSettings) -> list[types.Root]:
+    paths = settings.roots if settings.roots is not None else (settings.cwd or os.getcwd(),)
+    return [
+        types.Root(uri=pathlib.Path(os.path.abspath(path)).as_uri(), name=path)  # type: ignore[arg-type]
+        for path in paths
+    ]
+
+
+class _Opened:
+    """Streams already open, as the SDK's ``Client`` takes a transport."""
+
+    def __init__(self, streams: tuple[Any, Any]) -> None:
+        self._streams = streams
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        return self._streams
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
 
 
 class _Lost(Exception):

@@ -40,6 +40,7 @@ from ..settings import McpServerSettings
 from ..tools import Tool, ToolArgumentsError, ToolContext, ToolResult
 from . import runtime
 from .connection import Connection, ServerFailure
+from .text import escape_control
 
 __all__ = [
     "PROGRESS_INTERVAL_S",
@@ -54,13 +55,6 @@ PROGRESS_INTERVAL_S = 0.05
 """The least time between two progress updates of one call."""
 
 _NAME_OK = re.compile(r"[^A-Za-z0-9_-]")
-# C0 controls but tab and newline, DEL and C1, and the bidirectional overrides
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def escape_control(text: str) -> str:
-    """``text`` with control characters written as escapes (``ESC`` becomes ``\\x1b``)."""
-    return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode(), text)
 
 
 def annotation_effects(annotations: Mapping[str, Any] | None) -> dict[str, bool]:
