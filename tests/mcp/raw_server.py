@@ -3,7 +3,8 @@
 Speaks newline-delimited JSON-RPC over stdio: ``initialize`` (answering the client's
 protocol version), ``tools/list`` and ``tools/call`` (every tool echoes its arguments).
 Its tools: ``fine``; ``untyped`` (an input schema without ``type``); ``backref`` (a
-pattern RE2 cannot compile); ``not_a_schema`` (an input schema that is a string).
+pattern RE2 cannot compile); ``not_a_schema`` (an input schema that is a string);
+``task_only`` (runs only as a task).
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ TOOLS = [
         },
     },
     {"name": "not_a_schema", "inputSchema": "object"},
+    {
+        "name": "task_only",
+        "inputSchema": {"type": "object"},
+        "execution": {"taskSupport": "required"},
+    },
 ]
 
 

@@ -6,7 +6,8 @@ Run as ``python server.py [OPTIONS]``: over stdio by default, over streamable HT
 appends one line per notable event (``cancelled slow``) so tests can see what the server
 received. ``--touch FILE`` creates FILE on start; ``--wait-for FILE`` serves only once
 FILE exists; ``--extra-tool-if FILE`` lists a tool ``extra`` when FILE exists as it
-starts. ``--hostile`` adds tools an attacker would write: a catastrophic-
+starts. ``--extras`` adds a resource, a prompt, and tools that list the client's roots
+and send it a log message. ``--hostile`` adds tools an attacker would write: a catastrophic-
 backtracking pattern, ANSI escapes in a description, floods of content, progress and
 stderr (``raw_server.py`` lists the schemas the SDK would refuse to send).
 """
@@ -42,6 +43,7 @@ parser.add_argument("--hostile", action="store_true")
 parser.add_argument("--touch", default=None)
 parser.add_argument("--wait-for", default=None)
 parser.add_argument("--extra-tool-if", default=None)
+parser.add_argument("--extras", action="store_true")
 options = parser.parse_args()
 
 
@@ -213,6 +215,30 @@ if options.extra_tool_if and os.path.exists(options.extra_tool_if):
     def extra() -> str:
         """Listed only when the server started while the flag file existed."""
         return "extra"
+
+
+if options.extras:
+
+    @server.resource("memo://greeting", name="greeting", mime_type="text/plain")
+    def greeting() -> str:
+        return "hello from a resource"
+
+    @server.prompt()
+    def summarize(text: str) -> str:
+        """Ask for a summary."""
+        return f"Summarize: {text}"
+
+    @server.tool()
+    async def roots(ctx: Context) -> str:
+        """The client's roots, one URI a line."""
+        listed = await ctx.session.list_roots()
+        return "\n".join(str(root.uri) for root in listed.roots)
+
+    @server.tool()
+    async def log_something(ctx: Context) -> str:
+        """Send the client a log message, then answer."""
+        await ctx.warning("disk \x1b[31malmost\x1b[0m full")
+        return "logged"
 
 
 if options.hostile:

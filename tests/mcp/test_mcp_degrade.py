@@ -81,6 +81,9 @@ async def test_a_bad_tool_is_left_out_and_the_servers_other_tools_stay() -> None
         assert left_out["untyped"] == 'its inputSchema has no "type": "object" at the root'
         assert "RE2 cannot compile the pattern" in left_out["backref"]
         assert left_out["not_a_schema"] == "its inputSchema is not a JSON object"
+        assert (
+            left_out["task_only"] == "it can only run as a task, which this client does not offer"
+        )
 
 
 async def test_two_servers_offering_one_tool_name_name_each_other() -> None:

@@ -71,6 +71,10 @@ def mcp_command(agent: Agent, as_json: bool) -> int:
         print(f"    tools: {', '.join(row['tools']) or '-'}")
         for tool, reason in row["left_out"].items():
             print(f"    left out: {tool}: {reason}")
+        if row["resources"]:
+            print(f"    resources: {', '.join(row['resources'])}")
+        if row["prompts"]:
+            print(f"    prompts: {', '.join(row['prompts'])}")
         if row["error"]:
             print(f"    error: {row['error']}")
     return 0

@@ -8,9 +8,17 @@ mapping of results; :mod:`mainspring.plugins.mcp` is the built-in plugin that us
 from __future__ import annotations
 
 from .binding import bind, configured_servers, report, status
-from .tools import McpTool, annotation_effects, escape_control, to_tool_result, tool_name
+from .tools import (
+    McpResourceTool,
+    McpTool,
+    annotation_effects,
+    escape_control,
+    to_tool_result,
+    tool_name,
+)
 
 __all__ = [
+    "McpResourceTool",
     "McpTool",
     "annotation_effects",
     "bind",

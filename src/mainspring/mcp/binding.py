@@ -40,7 +40,7 @@ from ..tools import Tool
 from . import runtime
 from .connection import Connection, ServerFailure, acquire, release
 from .launch import expand_variables
-from .tools import McpTool
+from .tools import RESOURCE_TOOL, McpResourceTool, McpTool
 
 if TYPE_CHECKING:
     from ..kernel.agent import Agent
@@ -141,11 +141,11 @@ class _Binding:
         if agent is None or self.closed:
             return
         current = {tool.name: tool for tool in agent.state.tools}
-        mine = {name for name, tool in current.items() if isinstance(tool, McpTool)}
+        mine = {n for n, tool in current.items() if isinstance(tool, McpTool | McpResourceTool)}
         kept = [tool for name, tool in current.items() if name not in mine]
         taken = {tool.name for tool in kept}
         for tool in self.tools():
-            assert isinstance(tool, McpTool)
+            assert isinstance(tool, McpTool | McpResourceTool)
             if tool.name in taken:
                 _log.warning("mcp_tool_name_taken", tool=tool.name, server=tool.server)
                 continue
@@ -156,8 +156,11 @@ class _Binding:
 
 def _server_tools(
     name: str, settings: McpServerSettings, connection: Connection, left_out: dict[str, str]
-) -> list[McpTool]:
-    found: list[McpTool] = []
+) -> list[McpTool | McpResourceTool]:
+    found: list[McpTool | McpResourceTool] = []
+    wanted = settings.include is None or RESOURCE_TOOL in settings.include
+    if connection.resources and wanted and RESOURCE_TOOL not in settings.exclude:
+        found.append(McpResourceTool(name, settings, connection))
     for remote in connection.tools or ():
         if settings.include is not None and remote.name not in settings.include:
             continue
@@ -253,14 +256,15 @@ def report(agent: Agent) -> list[dict[str, Any]]:
 
     Keys: ``server``, ``transport`` (``stdio``/``http``), ``target`` (command or URL),
     ``required``, ``state``, ``start_s``, ``tools`` (the agent's names), ``left_out``
-    (server tool name to the reason it is not offered) and ``error`` (the last failure).
+    (server tool name to the reason it is not offered), ``resources`` (URIs), ``prompts``
+    (names), ``protocol`` (the negotiated version) and ``error`` (the last failure).
     """
     binding = _bindings.get(agent)
     if binding is None:
         return []
     offered: dict[str, list[str]] = {}
     for tool in agent.state.tools:
-        if isinstance(tool, McpTool):
+        if isinstance(tool, McpTool | McpResourceTool):
             offered.setdefault(tool.server, []).append(tool.name)
     rows = []
     for name, connection in binding.connections.items():
@@ -275,6 +279,9 @@ def report(agent: Agent) -> list[dict[str, Any]]:
                 "start_s": connection.started_s,
                 "tools": offered.get(name, []),
                 "left_out": dict(binding.left_out.get(name, {})),
+                "resources": [str(resource.uri) for resource in connection.resources],
+                "prompts": [prompt.name for prompt in connection.prompts],
+                "protocol": connection.protocol_version,
                 "error": connection.error,
             }
         )

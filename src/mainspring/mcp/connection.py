@@ -255,6 +255,7 @@ class Connection:
             message_handler=self._on_message,
             list_roots_callback=self._list_roots,
             logging_callback=self._on_log,
+            log_level="info",
             client_info=types.Implementation(name="mainspring", version="0.1.0"),
         )
         await stack.enter_async_context(client)

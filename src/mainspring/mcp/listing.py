@@ -33,6 +33,9 @@ def tool_problem(raw: Any, version: str | None, reply: dict[str, Any] | None = N
     """
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
         return "the entry is not a tool (an object with a string name)"
+    execution = raw.get("execution")
+    if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+        return "it can only run as a task, which this client does not offer"
     schema = raw.get("inputSchema")
     if not isinstance(schema, dict):
         return "its inputSchema is not a JSON object"

@@ -296,3 +296,51 @@ def _decoded_size(data: str) -> int:
     """The number of bytes the base64 text ``data`` stands for."""
     stripped = data.strip()
     return len(stripped) * 3 // 4 - (len(stripped) - len(stripped.rstrip("=")))
+
+
+RESOURCE_TOOL = "read_resource"
+"""The name (after the server's name) of the tool that reads a server's resources; it is
+offered when the server lists resources, and ``include``/``exclude`` choose it by this name."""
+
+
+class McpResourceTool(Tool):
+    """``SERVER_read_resource``: read one of the server's resources by URI (read-only)."""
+
+    __slots__ = ("annotations", "connection", "owner", "remote_name", "server", "settings")
+
+    def __init__(self, server: str, settings: McpServerSettings, connection: Connection) -> None:
+        clean = escape_control if settings.escape_control else str
+        known = "; ".join(
+            f"{resource.uri} ({resource.name})" for resource in connection.resources[:20]
+        )
+        super().__init__(
+            name=tool_name(None, f"{server}_{RESOURCE_TOOL}"),
+            description=clean(
+                f'Read a resource of the MCP server "{server}" by its URI. Resources: {known}'
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"uri": {"type": "string", "description": "The resource URI."}},
+                "required": ["uri"],
+                "additionalProperties": False,
+            },
+            execute=self._read,
+            timeout_s=settings.timeout_s,
+            label=clean(f"{server}: read resource"),
+            idempotent=True,
+        )
+        self.server = server
+        self.owner = "mcp"
+        self.settings = settings
+        self.connection = connection
+        self.remote_name = RESOURCE_TOOL
+        self.annotations: dict[str, Any] = {"readOnlyHint": True, "openWorldHint": False}
+
+    async def _read(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        try:
+            read = await runtime.call(self.connection.read_resource(args["uri"]))
+        except ServerFailure as failure:
+            return ToolResult.error(str(failure))
+        blocks = [types.EmbeddedResource(resource=content) for content in read.contents]
+        result = types.CallToolResult(content=list(blocks))
+        return to_tool_result(result, self.server, RESOURCE_TOOL, self.settings)
