@@ -6,10 +6,11 @@ Run as ``python server.py [OPTIONS]``: over stdio by default, over streamable HT
 appends one line per notable event (``cancelled slow``) so tests can see what the server
 received. ``--touch FILE`` creates FILE on start; ``--wait-for FILE`` serves only once
 FILE exists; ``--extra-tool-if FILE`` lists a tool ``extra`` when FILE exists as it
-starts. ``--extras`` adds a resource, a prompt, and tools that list the client's roots
-and send it a log message. ``--hostile`` adds tools an attacker would write: a catastrophic-
-backtracking pattern, ANSI escapes in a description, floods of content, progress and
-stderr (``raw_server.py`` lists the schemas the SDK would refuse to send).
+starts. ``--extras`` adds a resource, a prompt, and tools that list the client's roots,
+send it a log message and ask it a question (an elicitation). ``--hostile`` adds tools
+an attacker would write: a catastrophic-backtracking pattern, ANSI escapes in a
+description, floods of content, progress and stderr (``raw_server.py`` lists the
+schemas the SDK would refuse to send).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Annotated
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 PNG = base64.b64encode(
     bytes.fromhex(
@@ -233,6 +234,18 @@ if options.extras:
         """The client's roots, one URI a line."""
         listed = await ctx.session.list_roots()
         return "\n".join(str(root.uri) for root in listed.roots)
+
+    class Confirmation(BaseModel):
+        confirm: bool
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        """Ask the client to confirm, through an elicitation."""
+        try:
+            answer = await ctx.elicit("Delete everything?", Confirmation)
+        except Exception as error:  # the client cannot be asked
+            return f"not asked: {type(error).__name__}"
+        return f"answered: {answer.action}"
 
     @server.tool()
     async def log_something(ctx: Context) -> str:

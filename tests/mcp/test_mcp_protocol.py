@@ -96,3 +96,11 @@ async def test_roots_are_honoured_by_server_filesystem(tmp_path: Path) -> None:
     allowed, read = run.recorder.messages("tool_result")
     assert str(root) in allowed.text and str(given) not in allowed.text, allowed.text
     assert read.text == "inside" or json.loads(read.text).get("content") == "inside"
+
+
+async def test_an_elicitation_is_refused_fail_closed() -> None:
+    # the client declares no elicitation: a server cannot ask, and nothing is accepted
+    run = await run_agent([faux.tool_call("ask", {}), faux.text("ok")], settings_with(
+        x=server_settings("--extras")))  # fmt: skip
+    (result,) = run.recorder.messages("tool_result")
+    assert result.text.startswith("not asked: "), result.text

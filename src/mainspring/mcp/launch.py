@@ -7,7 +7,9 @@ token never has to sit in the config file and a missing one is said plainly.
 
 A stdio server's ``command`` is resolved before it is spawned (:func:`resolve_command`):
 a bare name on the ``PATH`` the server is given (its ``env`` ``PATH``, else the
-process's), a relative path against its ``cwd``. A command that is not there is a
+process's), then among the scripts installed beside this Python (a virtual environment's
+``bin``, where ``pip install mcp-server-time`` puts its command), a relative path against
+its ``cwd``. A command that is not there is a
 :class:`CommandNotFound` naming the command and the directories searched.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sysconfig
 from collections.abc import Mapping
 
 from ..settings import McpServerSettings
@@ -76,7 +79,8 @@ def resolve_command(settings: McpServerSettings) -> str:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return os.path.abspath(path)
         raise CommandNotFound(f'command "{command}" is not an executable file ({path})')
-    search = settings.env.get("PATH") or os.environ.get("PATH") or os.defpath
+    path = settings.env.get("PATH") or os.environ.get("PATH") or os.defpath
+    search = os.pathsep.join((path, sysconfig.get_path("scripts")))
     found = shutil.which(command, path=search)
     if found is None:
         raise CommandNotFound(f'command "{command}" is not on its PATH ({search})')
