@@ -123,7 +123,8 @@ class McpTool(Tool):
 
     def validate(self, arguments: dict[str, Any]) -> Any:
         """Check the model's arguments against the server's schema (patterns by RE2)."""
-        problems = schema_problems(self._schema, arguments, linear_regex=True)
+        assert isinstance(self.parameters, dict)
+        problems = schema_problems(self.parameters, arguments, linear_regex=True)
         if problems:
             raise ToolArgumentsError(self.name, problems, arguments)
         return arguments
