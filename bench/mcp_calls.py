@@ -2,12 +2,15 @@
 
 Per call: an agent makes 100 sequential tool calls (one per turn) of ``noop``, once as a
 native tool and once served by an MCP server over stdio (``bench/mcp_server.py``, the
-SDK's ``MCPServer``); the difference in wall time per turn is the MCP tool's overhead.
-Beside it, the same tool called through the SDK alone (``ClientSession.call_tool`` on
-the MCP runtime loop, no agent): the protocol's own round trip, which the overhead
-contains. Start: spawning the server, ``initialize`` and ``tools/list`` (what an agent
-waits for when it is built), for the bench server and for ``mcp-server-time``.
-Needs the ``mcp`` extra (and ``mcp-server-time`` for its row).
+SDK's ``MCPServer``); the difference in wall time per turn is what an MCP call costs
+through mainspring. Beside it, the same tool called through the SDK alone
+(``ClientSession.call_tool`` on the MCP runtime loop, no agent, no mainspring code): the
+protocol's own round trip, which that cost contains. Their ratio is the row "MCP call
+through mainspring over the SDK's round trip" (target: at most 1.3).
+
+Start: spawning the server, negotiating the protocol and ``tools/list`` (what an agent
+waits for when it is built), for the bench server and for ``mcp-server-time``. Needs the
+``mcp`` extra (and ``mcp-server-time`` for its row).
 """
 
 from __future__ import annotations
@@ -68,10 +71,10 @@ async def _sdk_once(name: str, server: McpServerSettings) -> float:
     async def calls() -> float:
         connection = await acquire(name, server)
         try:
-            await connection.ensure_started()
+            session = await connection.ensure_started()  # the SDK's ClientSession
             start = time.perf_counter()
             for _ in range(CALLS):
-                await connection.call_tool("noop", {}, None)
+                await session.call_tool("noop", {})
             return (time.perf_counter() - start) / CALLS
         finally:
             await release(connection)
@@ -122,6 +125,11 @@ async def run_mcp(config: Config) -> list[Row]:
             f"overhead {_us(median(mcp) - median(native))} per call; floor = the tool native"),
         Row("MCP call through the SDK alone (wall)", _us(median(sdk)), "—", None, "info", None,
             "ClientSession.call_tool round trip on the runtime loop, no agent"),
+        Row("MCP call through mainspring over the SDK's round trip",
+            _us(median(mcp) - median(native)), _us(median(sdk)),
+            (median(mcp) - median(native)) / median(sdk), "≤ 1.3×",
+            (median(mcp) - median(native)) / median(sdk) <= 1.3,
+            "per call: the agent's turn with the MCP tool minus with the tool native"),
         Row("MCP server start (spawn, initialize, tools/list)", f"{median(starts) * 1e3:,.0f} ms",
             "—", None, "info", None, f"bench server (MCPServer, 1 tool), {len(starts)} starts"),
     ]  # fmt: skip

@@ -17,7 +17,10 @@ Beyond the standard:
   ``additionalItems``, and draft-3 ``"required": true`` (ignored);
 - ``multipleOf`` is decided in decimal arithmetic, so ``0.3`` is a multiple of ``0.1``;
 - ``format`` is not asserted (it is an annotation in draft 2020-12);
-- ``$ref`` must point inside the document (``#``, ``#/$defs/...``, ``#/definitions/...``).
+- ``$ref`` must point inside the document (``#``, ``#/$defs/...``, ``#/definitions/...``);
+- with ``linear_regex=True`` (for schemas from untrusted sources), ``pattern`` and
+  ``patternProperties`` are matched by RE2 (``google-re2``), whose time is linear in the
+  input, and a schema whose patterns RE2 cannot compile is unusable.
 
 Alternatives that all fail (``anyOf``/``oneOf``) are explained by the ones that got
 furthest: ``expected integer or null``, or the closest option's own problems. A schema
@@ -123,24 +126,90 @@ def _sub(schema: Any, modern: bool) -> Any:
     return {"not": {}} if schema is False else _upgrade(schema, modern)
 
 
+def _linear(pattern: str) -> Any:
+    """``pattern`` compiled by RE2; ``ValueError`` if RE2 cannot compile it."""
+    import re2  # type: ignore[import-untyped]
+
+    found = _LINEAR.get(pattern)
+    if found is None:
+        options = re2.Options()
+        options.log_errors = False
+        try:
+            found = re2.compile(pattern, options)
+        except re2.error as error:
+            why = error.args[0] if error.args else error
+            why = why.decode(errors="replace") if isinstance(why, bytes) else why
+            raise ValueError(f"RE2 cannot compile the pattern {pattern!r}: {why}") from None
+        if len(_LINEAR) >= _CACHE_SIZE:
+            _LINEAR.clear()
+        _LINEAR[pattern] = found
+    return found
+
+
+def _linear_pattern(
+    validator: Validator, pattern: str, instance: Any, schema: Any
+) -> Iterator[Any]:
+    if validator.is_type(instance, "string") and not _linear(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _linear_pattern_properties(
+    validator: Validator, patterns: Mapping[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        compiled = _linear(pattern)
+        for key, value in instance.items():
+            if compiled.search(key):
+                yield from validator.descend(  # type: ignore[attr-defined]
+                    value, subschema, path=key, schema_path=pattern
+                )
+
+
+def _patterns(schema: Any) -> Iterator[str]:
+    """Every ``pattern`` and ``patternProperties`` key of ``schema`` (values left out)."""
+    if isinstance(schema, Mapping):
+        if isinstance(schema.get("pattern"), str):
+            yield schema["pattern"]
+        for key, value in schema.items():
+            if key == "patternProperties" and isinstance(value, Mapping):
+                yield from (name for name in value if isinstance(name, str))
+            if key not in ("enum", "const", "default", "examples"):
+                yield from _patterns(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from _patterns(value)
+
+
 class _Compiled:
     """One schema, compiled: a validator and what to report if it cannot be used."""
 
     __slots__ = ("broken", "schema", "validator")
 
-    def __init__(self, schema: Mapping[str, Any] | bool) -> None:
+    def __init__(self, schema: Mapping[str, Any] | bool, linear_regex: bool) -> None:
         self.schema = schema  # kept so the cache key (its id) stays valid
         self.broken: str | None = None
         base = validators.validator_for(schema, default=Draft202012Validator)
         modern = base is Draft202012Validator or base.__name__ == "Draft201909Validator"
         checker = base.TYPE_CHECKER.redefine("array", _is_array)
+        keywords: dict[str, Any] = {"multipleOf": _multiple_of}
+        if linear_regex:
+            keywords["pattern"] = _linear_pattern
+            keywords["patternProperties"] = _linear_pattern_properties
         cls = validators.extend(  # type: ignore[no-untyped-call]
-            base, {"multipleOf": _multiple_of}, type_checker=checker
+            base, keywords, type_checker=checker
         )
         upgraded = _upgrade(schema, modern)
         self.validator: Validator = cls(upgraded)
         if isinstance(schema, Mapping):
             self.broken = structure_problem(schema)
+            if self.broken is None and linear_regex:
+                try:
+                    for pattern in _patterns(schema):
+                        _linear(pattern)
+                except ValueError as error:
+                    self.broken = str(error)
             if self.broken is None:
                 try:
                     base.check_schema(upgraded)
@@ -159,24 +228,27 @@ class _Compiled:
         return [render(problem) for problem in _explain(errors, self.validator)]
 
 
-_CACHE: OrderedDict[int, _Compiled] = OrderedDict()
+_CACHE: OrderedDict[tuple[int, bool], _Compiled] = OrderedDict()
 _CACHE_SIZE: Final = 512
+_LINEAR: dict[str, Any] = {}
 
 
-def _compiled(schema: Mapping[str, Any] | bool) -> _Compiled:
-    key = id(schema)
+def _compiled(schema: Mapping[str, Any] | bool, linear_regex: bool = False) -> _Compiled:
+    key = (id(schema), linear_regex)
     found = _CACHE.get(key)
     if found is not None and found.schema is schema:
         _CACHE.move_to_end(key)
         return found
-    found = _Compiled(schema)
+    found = _Compiled(schema, linear_regex)
     _CACHE[key] = found
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return found
 
 
-def schema_problems(schema: Mapping[str, Any] | bool, value: Any) -> list[str]:
+def schema_problems(
+    schema: Mapping[str, Any] | bool, value: Any, *, linear_regex: bool = False
+) -> list[str]:
     """Check ``value`` against the JSON Schema ``schema``.
 
     Returns one message per problem, ``"<path>: <why>"``; ``[]`` means ``value`` is
@@ -184,14 +256,15 @@ def schema_problems(schema: Mapping[str, Any] | bool, value: Any) -> list[str]:
     does not resolve, a malformed keyword) is reported as one ``(root): schema error:``
     problem (call :func:`check_schema` first to catch it). The schema is compiled on
     first use and the compiled form reused while the same object is passed. Raises
-    ``TypeError`` if ``schema`` is neither a mapping nor a boolean.
+    ``TypeError`` if ``schema`` is neither a mapping nor a boolean. ``linear_regex``: see
+    the module docs.
     """
     if not isinstance(schema, Mapping | bool):
         raise TypeError(f"a JSON schema must be an object or a boolean, got {describe(schema)}")
-    return _compiled(schema).problems(value)
+    return _compiled(schema, linear_regex).problems(value)
 
 
-def check_schema(schema: Any) -> None:
+def check_schema(schema: Any, *, linear_regex: bool = False) -> None:
     """Raise ``ValueError`` if ``schema`` cannot serve as a tool's parameter schema.
 
     The root must be a dict. Every place that holds a subschema must hold an object or a
@@ -199,10 +272,10 @@ def check_schema(schema: Any) -> None:
     non-empty list of distinct ones; ``pattern`` and ``patternProperties`` keys must
     compile; a ``$ref`` must point inside the document and resolve, and a chain of
     ``$ref`` must not loop; every other keyword must be well formed for its draft (the
-    draft's meta-schema).
+    draft's meta-schema). ``linear_regex``: see the module docs.
     """
     check_structure(schema)
-    broken = _compiled(schema).broken
+    broken = _compiled(schema, linear_regex).broken
     if broken is not None:
         raise ValueError(broken)
 

@@ -204,10 +204,17 @@ class McpServerSettings(_Section):
     environment, ``cwd``) starts a process spoken to over stdio; ``url`` (with
     ``headers``) reaches a streamable-HTTP server. ``tool_prefix`` names the tools
     ``PREFIX_TOOL``; ``include`` (when given) and ``exclude`` choose tools by their server
-    name. ``timeout_s`` bounds one tool call (``None``: none); ``startup_timeout_s`` bounds
-    starting the server and its ``initialize``. ``startup``: ``"lazy"`` starts the process
-    on the first tool call once its tool list is known in this process, ``"eager"`` when
-    each agent is built. ``enabled=False`` keeps the entry but ignores it.
+    name. ``timeout_s`` bounds one tool call (``None``, or ``false`` in TOML: none);
+    ``startup_timeout_s`` bounds starting the server and its ``initialize``. ``startup``:
+    ``"lazy"`` starts the process on the first tool call once its tool list is known in
+    this process, ``"eager"`` when each agent is built. ``required=True`` makes a server
+    that cannot start stop the agent from being built; an optional one (the default) is
+    reported and its tools left out. A result keeps at most ``max_content_blocks`` blocks
+    and ``max_content_bytes`` bytes of content (past them, one truncation notice);
+    ``escape_control`` escapes control characters in tool names, descriptions and results.
+    ``roots`` are the directories the server is told it may work in (default: its
+    ``cwd``, else the process's working directory).
+    ``enabled=False`` keeps the entry but ignores it.
     """
 
     command: str | None = None
@@ -222,7 +229,18 @@ class McpServerSettings(_Section):
     timeout_s: float | None = Field(default=60.0, gt=0)
     startup_timeout_s: float = Field(default=30.0, gt=0)
     startup: Literal["lazy", "eager"] = "lazy"
+    required: bool = False
+    max_content_blocks: int = Field(default=100, ge=1)
+    max_content_bytes: int = Field(default=1_000_000, ge=1)
+    escape_control: bool = True
+    roots: tuple[str, ...] | None = None
     enabled: bool = True
+
+    @field_validator("timeout_s", mode="before")
+    @classmethod
+    def _false_is_none(cls, value: Any) -> Any:
+        # TOML has no null: ``timeout_s = false`` turns the deadline off
+        return None if value is False else value
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSettings:
@@ -232,9 +250,12 @@ class McpServerSettings(_Section):
 
 
 class McpSettings(_Section):
-    """MCP servers by name (``[mcp.servers.NAME]`` tables in the config file)."""
+    """MCP servers by name (``[mcp.servers.NAME]`` tables in the config file), and JSON
+    files in Claude Desktop's ``mcpServers`` format whose servers are added
+    (``server_files``; a server named in ``servers`` wins)."""
 
     servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    server_files: tuple[str, ...] = ()
 
 
 class Settings(_Section):

@@ -10,7 +10,10 @@ one a module-wide holder keeps running.
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,3 +52,38 @@ async def run_agent(steps: list[Any], settings: Settings, **options: Any) -> Mcp
         await agent.prompt("go")
     check_event_grammar(recorder.events)
     return McpRun(agent, recorder, provider)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_http_server(port: int, *extra: str) -> subprocess.Popen[str]:
+    """The test server over streamable HTTP on ``port``, once it listens."""
+    process = subprocess.Popen(
+        [sys.executable, SERVER, "--http", str(port), *extra],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stderr is not None
+    for line in process.stderr:  # wait for the server to say it listens
+        if "Uvicorn running" in line or "Application startup complete" in line:
+            break
+    stderr = process.stderr
+
+    def drain() -> None:  # never let the server block on a full pipe
+        with stderr:
+            stderr.read()
+
+    threading.Thread(target=drain, daemon=True).start()
+    return process
+
+
+def stop_process(process: subprocess.Popen[str]) -> None:
+    """End the server at once (a graceful stop would wait for open streams)."""
+    process.kill()
+    process.wait(10)

@@ -1,10 +1,16 @@
 """A test MCP server: every content type, isError, progress, slow and crashing tools.
 
-Run as ``python server.py [--http PORT] [--hang-initialize] [--hang-if FILE]
-[--log FILE]``: over stdio by default, over streamable HTTP on 127.0.0.1:PORT with
-``--http``. ``--hang-initialize`` never answers ``initialize``; ``--hang-if FILE`` does so
-only while FILE exists. ``--log FILE`` appends one line per notable event (``cancelled
-slow``) so tests can see what the server received.
+Run as ``python server.py [OPTIONS]``: over stdio by default, over streamable HTTP on
+127.0.0.1:PORT with ``--http PORT``. ``--hang-initialize`` never answers
+``initialize``; ``--hang-if FILE`` does so only while FILE exists. ``--log FILE``
+appends one line per notable event (``cancelled slow``) so tests can see what the server
+received. ``--touch FILE`` creates FILE on start; ``--wait-for FILE`` serves only once
+FILE exists; ``--extra-tool-if FILE`` lists a tool ``extra`` when FILE exists as it
+starts. ``--extras`` adds a resource, a prompt, and tools that list the client's roots,
+send it a log message and ask it a question (an elicitation). ``--hostile`` adds tools
+an attacker would write: a catastrophic-backtracking pattern, ANSI escapes in a
+description, floods of content, progress and stderr (``raw_server.py`` lists the
+schemas the SDK would refuse to send).
 """
 
 from __future__ import annotations
@@ -12,12 +18,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import os
 import sys
 import time
+from typing import Annotated
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel, Field
 
 PNG = base64.b64encode(
     bytes.fromhex(
@@ -31,6 +40,11 @@ parser.add_argument("--http", type=int, default=None)
 parser.add_argument("--hang-initialize", action="store_true")
 parser.add_argument("--hang-if", default=None)
 parser.add_argument("--log", default=None)
+parser.add_argument("--hostile", action="store_true")
+parser.add_argument("--touch", default=None)
+parser.add_argument("--wait-for", default=None)
+parser.add_argument("--extra-tool-if", default=None)
+parser.add_argument("--extras", action="store_true")
 options = parser.parse_args()
 
 
@@ -39,6 +53,12 @@ def log(line: str) -> None:
         with open(options.log, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
 
+
+if options.touch:  # tell a test this server has started
+    open(options.touch, "w").close()
+if options.wait_for:  # start serving only once another process has started
+    while not os.path.exists(options.wait_for):
+        time.sleep(0.01)
 
 if options.hang_initialize or (options.hang_if and os.path.exists(options.hang_if)):
     print("starting, but initialize will never be answered", file=sys.stderr, flush=True)
@@ -133,11 +153,34 @@ def crash() -> str:
     os._exit(3)
 
 
+def exit_unless(flag: str) -> None:
+    if not os.path.exists(flag):
+        open(flag, "w").close()
+        print("crash_once: exiting the first time", file=sys.stderr, flush=True)
+        os._exit(4)
+
+
+@server.tool(annotations=types.ToolAnnotations(idempotent_hint=True))
+def crash_once(flag: str) -> str:
+    """Exit mid-call the first time (FLAG does not exist), answer the next; idempotent."""
+    exit_unless(flag)
+    return "answered after a restart"
+
+
+@server.tool()
+def crash_once_unsafe(flag: str) -> str:
+    """The same, without claiming to be idempotent."""
+    exit_unless(flag)
+    return "answered after a restart"
+
+
 @server.tool()
 async def grow(ctx: Context) -> str:
     """Add a tool and tell the client the list changed."""
     server.add_tool(lambda: "new", name="added", description="Added at run time.")
-    await ctx.session.send_tool_list_changed()
+    with contextlib.suppress(ValueError):  # 2026-07-28: to subscriptions/listen streams
+        await ctx.notify_tools_changed()
+    await ctx.session.send_tool_list_changed()  # earlier protocols: on the session
     return "grown"
 
 
@@ -161,10 +204,89 @@ def pid() -> int:
     return os.getpid()
 
 
-@server.tool()
+@server.tool(annotations=types.ToolAnnotations(read_only_hint=True))
 def now() -> float:
     """A timestamp."""
     return time.time()
+
+
+if options.extra_tool_if and os.path.exists(options.extra_tool_if):
+
+    @server.tool()
+    def extra() -> str:
+        """Listed only when the server started while the flag file existed."""
+        return "extra"
+
+
+if options.extras:
+
+    @server.resource("memo://greeting", name="greeting", mime_type="text/plain")
+    def greeting() -> str:
+        return "hello from a resource"
+
+    @server.prompt()
+    def summarize(text: str) -> str:
+        """Ask for a summary."""
+        return f"Summarize: {text}"
+
+    @server.tool()
+    async def roots(ctx: Context) -> str:
+        """The client's roots, one URI a line."""
+        listed = await ctx.session.list_roots()
+        return "\n".join(str(root.uri) for root in listed.roots)
+
+    class Confirmation(BaseModel):
+        confirm: bool
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        """Ask the client to confirm, through an elicitation."""
+        try:
+            answer = await ctx.elicit("Delete everything?", Confirmation)
+        except Exception as error:  # the client cannot be asked
+            return f"not asked: {type(error).__name__}"
+        return f"answered: {answer.action}"
+
+    @server.tool()
+    async def log_something(ctx: Context) -> str:
+        """Send the client a log message, then answer."""
+        await ctx.warning("disk \x1b[31malmost\x1b[0m full")
+        return "logged"
+
+
+if options.hostile:
+
+    @server.tool()
+    def redos(word: Annotated[str, Field(pattern="^(a+)+$")]) -> str:
+        """A pattern that backtracks catastrophically in a backtracking engine."""
+        return word
+
+    @server.tool(description="\x1b[31mred\x1b[0m and \u202eevil")
+    def ansi() -> str:
+        return "\x1b]0;title\x07bell and \x1b[2Jclear"
+
+    @server.tool()
+    def flood(blocks: int, size: int) -> types.CallToolResult:
+        """Many content blocks of one size."""
+        text = "x" * size
+        return types.CallToolResult(content=[types.TextContent(text=text)] * blocks)
+
+    @server.tool()
+    async def progress_flood(count: int, ctx: Context) -> str:
+        """Many progress notifications at once."""
+        for step in range(count):
+            await ctx.report_progress(step, count, f"step {step}")
+        return "flooded"
+
+    @server.tool()
+    def shout(megabytes: int) -> str:
+        """Write a lot to stderr."""
+        line = "e" * 1023 + "\n"
+        for _ in range(megabytes * 1024):
+            sys.stderr.write(line)
+        sys.stderr.write("the last line\n")
+        sys.stderr.flush()
+        return "shouted"
 
 
 if __name__ == "__main__":

@@ -88,7 +88,9 @@ async def test_a_server_that_exits_mid_call_then_restarts() -> None:
 
 
 async def test_a_server_that_never_answers_initialize_fails_the_agent() -> None:
-    settings = settings_with(t=server_settings("--hang-initialize", startup_timeout_s=3))
+    settings = settings_with(
+        t=server_settings("--hang-initialize", startup_timeout_s=3, required=True)
+    )
     with pytest.raises(PluginLoadError) as caught:
         Agent(model="faux:test", provider=FauxProvider([]), settings=settings, autoload=False)
     message = str(caught.value)
@@ -164,6 +166,7 @@ async def test_a_tool_list_change_reaches_the_next_run() -> None:
         assert "added" not in {tool.name for tool in agent.state.tools}
         await agent.prompt("grow")
         assert "added" in {tool.name for tool in agent.state.tools}
+        assert agent.tool_owners["added"] == agent.tool_owners["grow"] == "mcp"
         await agent.prompt("use it")
         assert agent.state.messages[-2].text == "new"
 
@@ -209,5 +212,6 @@ async def test_streamable_http(http_server: str) -> None:
     echo, progress, fails = run.recorder.messages("tool_result")
     assert echo.text == "over http"
     assert progress.text == "done after 2 steps"
-    assert len(run.recorder.of_type("tool_execution_update")) == 2
+    updates = [u.partial_result.text for u in run.recorder.of_type("tool_execution_update")]
+    assert updates == ["step 1 of 2", "step 2 of 2"]
     assert fails.is_error and fails.text == "failed: no"

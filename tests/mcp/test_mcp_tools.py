@@ -107,11 +107,9 @@ async def test_progress_becomes_tool_execution_updates(shared_server: Settings) 
         [faux.tool_call("progress", {"steps": 3}), faux.text("ok")], shared_server
     )
     updates = run.recorder.of_type(ToolExecutionUpdate)
-    assert [u.partial_result.text for u in updates] == [
-        "step 1 of 3",
-        "step 2 of 3",
-        "step 3 of 3",
-    ]
+    texts = [u.partial_result.text for u in updates]
+    # at most one update per 50 ms: the first at once, the last before the result
+    assert texts[0] == "step 1 of 3" and texts[-1] == "step 3 of 3" and len(texts) <= 3
     assert updates[-1].partial_result.details == {
         "progress": 3.0,
         "total": 3.0,

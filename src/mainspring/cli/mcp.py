@@ -2,8 +2,10 @@
 
 Builds an agent as ``mainspring run`` would (so every configured server, from the config
 file, ``--mcp`` and installed plugins, is started or reused to learn its tools), prints one
-block per server (or, with ``--json``, a JSON array of ``{"server", "transport", "state",
-"start_s", "tools", "error"}``), then closes the agent, which stops the servers.
+block per server (or, with ``--json``, a JSON array of the rows of
+:func:`mainspring.mcp.report`), then closes the agent, which stops the servers. A server
+that could not start is listed with its state and the reason (only a ``required`` one
+stops the agent from being built).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from typing import Any
 
 from ..kernel.agent import Agent
@@ -19,13 +22,15 @@ __all__ = ["add_mcp_option", "mcp_command", "server_of"]
 
 
 def add_mcp_option(parser: argparse.ArgumentParser) -> None:
-    """``--mcp NAME=COMMAND`` (repeatable): an MCP server for this invocation only."""
+    """``--mcp NAME=COMMAND`` (repeatable): MCP servers for this invocation only."""
     parser.add_argument(
         "--mcp",
         action="append",
         default=[],
         metavar="NAME=COMMAND",
-        help="use the MCP server NAME started by COMMAND (or at an http(s) URL) (repeatable)",
+        help="use the MCP server NAME started by COMMAND, at an http(s) URL, or described by "
+        "an inline TOML table (NAME={url=..., headers={...}}); or the servers of a JSON file "
+        "in Claude Desktop's mcpServers format (repeatable)",
     )
 
 
@@ -35,7 +40,10 @@ def apply_mcp_option(values: list[str], settings: Any) -> Any:
         return settings
     from ..plugins.mcp import parse_server_option, with_servers
 
-    return with_servers(dict(parse_server_option(value) for value in values), settings)
+    servers: dict[str, Any] = {}
+    for value in values:
+        servers.update(parse_server_option(value))
+    return with_servers(servers, settings)
 
 
 def server_of(tool: Any) -> str | None:
@@ -46,29 +54,11 @@ def server_of(tool: Any) -> str | None:
 
 def mcp_command(agent: Agent, as_json: bool) -> int:
     """Print the servers ``agent`` uses, their state and tools; close the agent; return 0."""
-    by_server: dict[str, list[str]] = {}
-    for tool in agent.state.tools:
-        server = server_of(tool)
-        if server is not None:
-            by_server.setdefault(server, []).append(tool.name)
     rows: list[dict[str, Any]] = []
-    if by_server or agent.settings.mcp.servers:
-        from ..mcp import configured_servers, status
+    if "mainspring.mcp" in sys.modules:  # imported only when a server is configured
+        from ..mcp import report
 
-        states = {row["server"]: row for row in status() if row["users"]}
-        for name, settings in configured_servers(agent).items():
-            row = states.get(name, {})
-            rows.append(
-                {
-                    "server": name,
-                    "transport": "stdio" if settings.command else "http",
-                    "target": settings.command or settings.url,
-                    "state": row.get("state", "stopped"),
-                    "start_s": row.get("start_s"),
-                    "tools": by_server.get(name, []),
-                    "error": row.get("error"),
-                }
-            )
+        rows = report(agent)
     asyncio.run(agent.aclose())
     if as_json:
         print(json.dumps(rows, indent=2))
@@ -79,6 +69,12 @@ def mcp_command(agent: Agent, as_json: bool) -> int:
         started = f", started in {row['start_s']:.2f} s" if row["start_s"] else ""
         print(f"{row['server']}  ({row['transport']}: {row['target']}; {row['state']}{started})")
         print(f"    tools: {', '.join(row['tools']) or '-'}")
+        for tool, reason in row["left_out"].items():
+            print(f"    left out: {tool}: {reason}")
+        if row["resources"]:
+            print(f"    resources: {', '.join(row['resources'])}")
+        if row["prompts"]:
+            print(f"    prompts: {', '.join(row['prompts'])}")
         if row["error"]:
             print(f"    error: {row['error']}")
     return 0

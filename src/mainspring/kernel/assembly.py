@@ -117,10 +117,15 @@ class ToolSet:
     def _owner_of(self, tool: Any) -> str:
         name = getattr(tool, "name", None)
         known = self.tools.get(name) if isinstance(name, str) else None
-        return self.owners[name] if known is tool and isinstance(name, str) else GIVEN
+        if known is tool and isinstance(name, str):
+            return self.owners[name]
+        claimed = getattr(tool, "owner", None)
+        return claimed if isinstance(claimed, str) and claimed in self.owners.values() else GIVEN
 
     def replaced(self, tools: Iterable[Any]) -> ToolSet:
-        """Exactly ``tools``: a tool already here keeps its owner, any other is ``tools=``.
+        """Exactly ``tools``: a tool already here keeps its owner, any other is ``tools=``
+        unless it names (``tool.owner``) a plugin that already owns tools here (a plugin
+        refreshing the tools it gives: MCP servers whose tool list changed).
 
         Two tools with one name raise ``ValueError``, anything but a ``Tool`` ``TypeError``.
         """

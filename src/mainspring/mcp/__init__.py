@@ -7,7 +7,25 @@ mapping of results; :mod:`mainspring.plugins.mcp` is the built-in plugin that us
 
 from __future__ import annotations
 
-from .binding import bind, configured_servers, status
-from .tools import McpTool, to_tool_result, tool_name
+from .binding import bind, configured_servers, report, status
+from .tools import (
+    McpResourceTool,
+    McpTool,
+    annotation_effects,
+    escape_control,
+    to_tool_result,
+    tool_name,
+)
 
-__all__ = ["McpTool", "bind", "configured_servers", "status", "to_tool_result", "tool_name"]
+__all__ = [
+    "McpResourceTool",
+    "McpTool",
+    "annotation_effects",
+    "bind",
+    "configured_servers",
+    "escape_control",
+    "report",
+    "status",
+    "to_tool_result",
+    "tool_name",
+]

@@ -6,11 +6,20 @@ command, arguments, environment, directory, or URL and headers). Agents hold it 
 :func:`acquire`/:func:`release`; when the last one releases it the server is stopped.
 
 States: ``stopped`` (never started, or stopped by its last user), ``starting``,
-``running``, ``failed`` (it crashed or never started: the next call after the backoff
-starts it again; calls before then fail at once). A failure is described with the tail of
-the server's stderr. The process is owned by one task: it enters the SDK's transport and
-session contexts, and leaves them (ending the process) on stop, on crash or at interpreter
-exit.
+``running``, ``failed`` (it crashed, exited while idle or never started: the next call
+after the backoff starts it again; calls before then fail at once). A stdio server that
+exits while idle is noticed at once (its output ends) and marked ``failed``; an HTTP
+server that lost the session answers the next call with 404, and that call starts a new
+session and is sent again (the server never ran it). A call the server dropped by
+exiting is sent again once, after a restart, only if the tool is idempotent. A restart
+that finds the tool list changed tells the listeners (the agents) as
+``notifications/tools/list_changed`` does. HTTP 401 and 403 are said as such, naming
+the server and the header that was sent. A failure is described with the tail of
+the server's stderr (kept as a bounded ring, :mod:`~mainspring.mcp.stderr`). Tools the
+server lists but that cannot be used are left out and kept in :attr:`Connection.skipped`
+with the reason (:mod:`~mainspring.mcp.listing`). The process is owned by one task: it
+enters the SDK's transport and session contexts, and leaves them (ending the process) on
+stop, on crash or at interpreter exit.
 """
 
 from __future__ import annotations
@@ -18,22 +27,29 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import tempfile
+import pathlib
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from typing import Any, TextIO
+from typing import Any
 
-import anyio
 import mcp_types as types
+from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
+from mcp_types.jsonrpc import JSONRPCNotification
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
 from ..logs import get_logger
 from ..settings import McpServerSettings
 from . import runtime
+from .launch import CommandNotFound, resolve_command
+from .listing import ListingSieve
+from .stderr import StderrRing
+from .streams import tapped
+from .text import escape_control
 
 __all__ = ["Connection", "ServerFailure", "acquire", "connections", "release", "transport_key"]
 
@@ -43,6 +59,19 @@ _STDERR_TAIL = 2_000
 _BACKOFF_FIRST_S = 1.0
 _BACKOFF_MAX_S = 30.0
 _STOP_S = 5.0
+_LOG_DATA = 4_000
+_LIST_CHANGED = "notifications/tools/list_changed"
+_EXTRAS = 1_000  # resources or prompts kept per server
+_LOG_LEVELS = {
+    "debug": "debug",
+    "info": "info",
+    "notice": "info",
+    "warning": "warning",
+    "error": "error",
+    "critical": "error",
+    "alert": "error",
+    "emergency": "error",
+}
 
 
 class ServerFailure(Exception):
@@ -62,10 +91,16 @@ class Connection:
         self.key = key
         self.name = name
         self.settings = settings
-        self.state = "stopped"
+        self._state = "stopped"
+        self._state_changed: asyncio.Condition | None = None
         self.users = 0
         self.tools: tuple[types.Tool, ...] | None = None
         self.tools_version = 0
+        self.skipped: dict[str, str] = {}
+        self.resources: tuple[types.Resource, ...] = ()
+        self.prompts: tuple[types.Prompt, ...] = ()
+        self.instructions: str | None = None
+        self.protocol_version: str | None = None
         self.error: str | None = None
         self.started_s: float | None = None
         self.listeners: set[Callable[[], None]] = set()
@@ -73,10 +108,42 @@ class Connection:
         self._owner: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
         self._stop: asyncio.Event | None = None
-        self._stderr: TextIO | None = None
+        self._stderr: StderrRing | None = None
+        self._sieve = ListingSieve()
         self._failures = 0
         self._retry_at = 0.0
         self._relist: asyncio.Task[None] | None = None
+        self._lost: asyncio.Event | None = None
+        self._announcing: set[asyncio.Task[None]] = set()
+        self._calls = 0
+        self._http_status: int | None = None
+
+    @property
+    def state(self) -> str:
+        """``stopped``, ``starting``, ``running``, ``failing`` or ``failed``."""
+        return self._state
+
+    @state.setter
+    def state(self, value: str) -> None:
+        self._state = value
+        condition = self._state_changed
+        if condition is not None:
+            task = asyncio.get_running_loop().create_task(self._announce(condition))
+            self._announcing.add(task)
+            task.add_done_callback(self._announcing.discard)
+
+    @staticmethod
+    async def _announce(condition: asyncio.Condition) -> None:
+        async with condition:
+            condition.notify_all()
+
+    async def wait_for_state(self, *states: str) -> str:
+        """Return once the state is one of ``states`` (on the runtime loop)."""
+        if self._state_changed is None:
+            self._state_changed = asyncio.Condition()
+        async with self._state_changed:
+            await self._state_changed.wait_for(lambda: self._state in states)
+        return self._state
 
     # -- lifecycle (runtime loop) ---------------------------------------------------------
 
@@ -107,22 +174,32 @@ class Connection:
         began = time.perf_counter()
         if self._stderr is not None:
             self._stderr.close()
-        stderr = self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        stderr = self._stderr = StderrRing()
+        lost = self._lost = asyncio.Event()
+        self._http_status = None
+        known = self.tools_version
         try:
             async with AsyncExitStack() as stack:
-                session = await self._open(stack, stderr)
-                with anyio.fail_after(self.settings.startup_timeout_s):
-                    await session.initialize()
+                streams = await self._open(stack, stderr)
+                async with asyncio.timeout(self.settings.startup_timeout_s):
+                    session = await self._handshake(stack, streams)
                     await self._list_tools(session)
+                    await self._list_extras(session)
                 self._session = session
                 self.state = "running"
                 self._failures = 0
                 self.started_s = time.perf_counter() - began
                 ready.set_result(None)
-                await stop.wait()
+                if known and self.tools_version != known:
+                    self._notify()
+                await _either(stop, lost)
+                if not stop.is_set():
+                    raise _Lost()
         except BaseException as error:
             self._session = None
-            reason = _describe(error, self.settings.startup_timeout_s, ready.done())
+            reason = self._http_refusal() or _describe(
+                error, self.settings.startup_timeout_s, ready.done(), self._calls
+            )
             if isinstance(error, asyncio.CancelledError) or stop.is_set():
                 self.state = "stopped"
             else:
@@ -136,37 +213,105 @@ class Connection:
             if self.state == "running":
                 self.state = "stopped"
 
-    async def _open(self, stack: AsyncExitStack, stderr: TextIO) -> ClientSession:
+    async def _open(self, stack: AsyncExitStack, stderr: StderrRing) -> tuple[Any, Any]:
+        """The transport's streams, tapped (the process started, or the HTTP client made)."""
         settings = self.settings
         if settings.command is not None:
             params = StdioServerParameters(
-                command=settings.command,
+                command=resolve_command(settings),
                 args=list(settings.args),
                 env=dict(settings.env) or None,
                 cwd=settings.cwd,
             )
-            streams = await stack.enter_async_context(stdio_client(params, errlog=stderr))
+            assert stderr.writer is not None
+            streams = await stack.enter_async_context(stdio_client(params, errlog=stderr.writer))
         else:
             import httpx2
 
             assert settings.url is not None
-            client = httpx2.AsyncClient(headers=settings.headers, timeout=httpx2.Timeout(30.0))
+
+            async def note_status(response: httpx2.Response) -> None:
+                if response.status_code >= 400:
+                    self._http_status = response.status_code
+
+            client = httpx2.AsyncClient(
+                headers=settings.headers,
+                timeout=httpx2.Timeout(30.0),
+                event_hooks={"response": [note_status]},
+            )
             await stack.enter_async_context(client)
             streams = await stack.enter_async_context(
                 streamable_http_client(settings.url, http_client=client)
             )
-        read, write = streams[0], streams[1]
-        session = ClientSession(
-            read,
-            write,
+        return tapped(streams[0], streams[1], self._sieve.sent, self._received, self._stream_ended)
+
+    async def _handshake(self, stack: AsyncExitStack, streams: tuple[Any, Any]) -> ClientSession:
+        """The session, its protocol version negotiated by the SDK (``server/discover``,
+        falling back to ``initialize`` for servers of an earlier protocol)."""
+        client = Client(
+            _Opened(streams),
+            mode="auto",
+            cache=None,
             message_handler=self._on_message,
+            list_roots_callback=self._list_roots,
+            logging_callback=self._on_log,
+            log_level="info",
             client_info=types.Implementation(name="mainspring", version="0.1.0"),
         )
-        return await stack.enter_async_context(session)
+        await stack.enter_async_context(client)
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            listening = asyncio.get_running_loop().create_task(self._listen(client))
+            stack.callback(listening.cancel)
+        return client.session
+
+    async def _list_roots(self, context: Any) -> types.ListRootsResult:
+        """The roots the server may work in: ``roots``, else its ``cwd`` (or the process's)."""
+        return types.ListRootsResult(roots=_roots(self.settings))
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A server log message, as a structured log record naming the server."""
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
+        level = _LOG_LEVELS.get(params.level, "info")
+        getattr(_log, level)(
+            "mcp_server_log",
+            server=self.name,
+            level=params.level,
+            logger=params.logger,
+            data=escape_control(data[:_LOG_DATA]),
+        )
+
+    async def _list_extras(self, session: ClientSession) -> None:
+        """Resources and prompts, when the server offers them (a failure only logged)."""
+        capabilities = session.server_capabilities
+        self.instructions = session.instructions
+        self.protocol_version = session.protocol_version
+        resources: list[types.Resource] = []
+        prompts: list[types.Prompt] = []
+        try:
+            if capabilities is not None and capabilities.resources is not None:
+                resources = (await session.list_resources()).resources[:_EXTRAS]
+            if capabilities is not None and capabilities.prompts is not None:
+                prompts = (await session.list_prompts()).prompts[:_EXTRAS]
+        except (MCPError, ValueError) as error:
+            _log.warning("mcp_list_extras_failed", server=self.name, error=str(error))
+        self.resources, self.prompts = tuple(resources), tuple(prompts)
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """Read the resource ``uri``; :class:`ServerFailure` if the server is not there."""
+        session = await self.ensure_started()
+        try:
+            return await session.read_resource(uri)
+        except MCPError as error:
+            if error.error.code == types.CONNECTION_CLOSED:
+                await self._crashed(self._dropped_call())
+                raise ServerFailure(self.error) from None
+            raise
 
     async def _list_tools(self, session: ClientSession) -> None:
         found: list[types.Tool] = []
         cursor: str | None = None
+        self._sieve.skipped = {}
+        self._sieve.version = session.protocol_version
         for _ in range(100):
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await session.list_tools(params=params)
@@ -174,16 +319,36 @@ class Connection:
             cursor = page.next_cursor
             if not cursor:
                 break
+        for tool, reason in self._sieve.skipped.items():
+            if self.skipped.get(tool) != reason:
+                _log.warning("mcp_tool_skipped", server=self.name, tool=tool, reason=reason)
+        self.skipped = dict(self._sieve.skipped)
         if self.tools is None or [t.model_dump() for t in found] != [
             t.model_dump() for t in self.tools
         ]:
             self.tools = tuple(found)
             self.tools_version += 1
 
-    async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
+    def _received(self, item: Any) -> Any:
+        """Every incoming message, in order, before the SDK handles it: a tool-list change
+        starts the re-listing at once, so a call whose result follows it waits for it."""
+        message = getattr(item, "message", None)
+        if isinstance(message, JSONRPCNotification) and message.method == _LIST_CHANGED:
             self._relist = asyncio.get_running_loop().create_task(self._refresh())
-        elif isinstance(message, Exception):
+        return self._sieve.received(item)
+
+    async def _listen(self, client: Client) -> None:
+        """Keep a ``subscriptions/listen`` stream open (2026-07-28), so the server sends
+        tool-list changes; they are acted on as they arrive (:meth:`_received`)."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _ in subscription:
+                    pass
+        except (MCPError, RuntimeError, TimeoutError) as error:
+            _log.debug("mcp_listen_ended", server=self.name, error=str(error))
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
             _log.debug("mcp_transport_error", server=self.name, error=str(message))
 
     async def _refresh(self) -> None:
@@ -197,8 +362,33 @@ class Connection:
         except Exception as error:
             _log.warning("mcp_list_tools_failed", server=self.name, error=str(error))
         if self.tools_version != version:
-            for listener in list(self.listeners):
+            self._notify()
+
+    def _notify(self) -> None:
+        for listener in list(self.listeners):
+            try:
                 listener()
+            except Exception as error:  # one agent's refresh never stops the others'
+                _log.warning("mcp_tool_refresh_failed", server=self.name, error=str(error))
+
+    def _stream_ended(self) -> None:
+        if self._lost is not None:
+            self._lost.set()
+
+    def _dropped_call(self) -> str:
+        if self.settings.command is not None:
+            return "exited or closed its output during the call"
+        return "closed the connection during the call"
+
+    def _http_refusal(self) -> str | None:
+        """The sentence for an HTTP 401/403 the server answered last, or ``None``."""
+        status = self._http_status
+        if status not in (401, 403):
+            return None
+        what = "401 Unauthorized" if status == 401 else "403 Forbidden"
+        sent = ", ".join(sorted(self.settings.headers))
+        headers = f"the header {sent} was sent" if sent else "no header was sent"
+        return f"was refused by the server: HTTP {what} ({headers}; check its token)"
 
     def _failed(self, reason: str) -> None:
         self.state = "failed"
@@ -215,16 +405,7 @@ class Connection:
 
     def stderr_tail(self) -> str:
         """The last couple of thousand characters the server wrote to stderr."""
-        stderr = self._stderr
-        if stderr is None or stderr.closed:
-            return ""
-        try:
-            stderr.flush()
-            size = stderr.seek(0, os.SEEK_END)
-            stderr.seek(max(0, size - _STDERR_TAIL))
-            return stderr.read().strip()[-_STDERR_TAIL:]
-        except (OSError, ValueError):
-            return ""
+        return "" if self._stderr is None else self._stderr.tail(_STDERR_TAIL)
 
     async def stop(self) -> None:
         """End the session and the process; returns once they are gone (a few seconds max)."""
@@ -246,7 +427,9 @@ class Connection:
 
     async def _crashed(self, reason: str) -> None:
         """The session broke under a call: let the owner unwind, then describe the failure."""
-        if self.state == "failed":
+        if self.state in ("failed", "failing"):
+            if self._owner is not None:
+                await asyncio.wait([self._owner], timeout=_STOP_S)
             return
         self.state = "failing"
         owner, stop = self._owner, self._stop
@@ -259,21 +442,42 @@ class Connection:
     # -- calls (runtime loop) -------------------------------------------------------------
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], progress: ProgressFnT | None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None,
+        idempotent: bool = False,
     ) -> types.CallToolResult:
         """Call the tool ``name``; :class:`ServerFailure` if the server is not there for it.
 
+        A call the server never ran (an HTTP session gone) is sent again on a new one; a
+        call it dropped by exiting is sent again once, after a restart, if ``idempotent``.
         Cancelling this coroutine cancels the request: the SDK sends the server
         ``notifications/cancelled``.
         """
-        session = await self.ensure_started()
-        try:
-            result = await session.call_tool(name, arguments, progress_callback=progress)
-        except MCPError as error:
-            if error.error.code == types.CONNECTION_CLOSED:
-                await self._crashed("exited or closed the connection during the call")
-                raise ServerFailure(self.error) from None
-            raise
+        for attempt in (1, 2):
+            session = await self.ensure_started()
+            self._http_status = None
+            self._calls += 1
+            try:
+                result = await session.call_tool(name, arguments, progress_callback=progress)
+                break
+            except MCPError as error:
+                refusal = self._http_refusal()
+                if refusal is not None:
+                    raise ServerFailure(f'MCP server "{self.name}" {refusal}') from None
+                never_ran = self._http_status == 404 and self.settings.url is not None
+                if error.error.code != types.CONNECTION_CLOSED and not never_ran:
+                    raise
+                if never_ran:
+                    await self._crashed("lost its HTTP session (404)")
+                else:
+                    await self._crashed(self._dropped_call())
+                if attempt == 2 or not (never_ran or idempotent):
+                    raise ServerFailure(self.error) from None
+                _log.info("mcp_call_retried", server=self.name, tool=name)
+            finally:
+                self._calls -= 1
         relist = self._relist
         if relist is not None and not relist.done():
             # the server changed its tools during the call: agents learn it before the result
@@ -283,12 +487,50 @@ class Connection:
         return result
 
 
-def _describe(error: BaseException, startup_timeout_s: float, started: bool) -> str:
+def _roots(settings: McpServerSettings) -> list[types.Root]:
+    paths = settings.roots if settings.roots is not None else (settings.cwd or os.getcwd(),)
+    return [
+        types.Root(uri=pathlib.Path(os.path.abspath(path)).as_uri(), name=path)  # type: ignore[arg-type]
+        for path in paths
+    ]
+
+
+class _Opened:
+    """Streams already open, as the SDK's ``Client`` takes a transport."""
+
+    def __init__(self, streams: tuple[Any, Any]) -> None:
+        self._streams = streams
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        return self._streams
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+
+class _Lost(Exception):
+    """The server's stream ended without anyone stopping it."""
+
+
+async def _either(first: asyncio.Event, second: asyncio.Event) -> None:
+    waits = [asyncio.ensure_future(first.wait()), asyncio.ensure_future(second.wait())]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+
+
+def _describe(error: BaseException, startup_timeout_s: float, started: bool, calls: int) -> str:
+    if isinstance(error, CommandNotFound):
+        return f"cannot start: {error}"
+    if isinstance(error, _Lost):
+        return "exited while idle" if not calls else "exited during a call"
     if isinstance(error, TimeoutError) and not started:
         return f"did not answer initialize within {startup_timeout_s} s"
     if isinstance(error, BaseExceptionGroup):
         first = error.exceptions[0]
-        return _describe(first, startup_timeout_s, started)
+        return _describe(first, startup_timeout_s, started, calls)
     what = "failed to start" if not started else "stopped"
     return f"{what}: {type(error).__name__}: {error}"
 
