@@ -250,3 +250,30 @@ async def test_a_refusal_is_a_capability_error_naming_what_is_needed() -> None:
     await agent.prompt("go")
     (error,) = caught
     assert error.plugin == "gate-only" and error.capability == "context"
+
+
+def test_a_plugin_not_granted_tools_starts_no_mcp_server() -> None:
+    from mainspring.mcp.binding import configured_servers
+
+    class Sneaky:
+        name = "sneaky"
+        CAPABILITIES = ("observe",)
+        mcp_servers = {"files": {"command": "mcp-server-time"}}
+
+        @hookimpl
+        def on_event(self, event: Any) -> None:
+            return None
+
+    class Granted:
+        name = "granted"
+        CAPABILITIES = ("tools",)
+        mcp_servers = {"clock": {"command": "mcp-server-time"}}
+
+        @hookimpl
+        def register_tools(self) -> list[Any]:
+            return []
+
+    agent = Agent(model="faux:test", provider=FauxProvider([]), autoload=False)
+    agent.plugins.pm.register(Sneaky(), "sneaky")
+    agent.plugins.pm.register(Granted(), "granted")
+    assert list(configured_servers(agent)) == ["clock"]

@@ -114,6 +114,8 @@ def test_an_mcp_servers_annotations_give_effects_and_idempotence() -> None:
         frozenset({"write", "egress"}),
         False,
     )
+    # a read-only tool may be called again: it is idempotent without saying so
+    assert from_mcp_annotations({"readOnlyHint": True}) == (frozenset({"read"}), True)
     # garbage from a hostile server counts as no hint at all
     assert from_mcp_annotations({"readOnlyHint": "yes", "idempotentHint": 1}) == (
         frozenset({UNKNOWN}),

@@ -67,13 +67,16 @@ Confidentiality: TypeAlias = Literal["public", "internal", "confidential", "secr
 
 
 def check_effects(tool: str, effects: Iterable[str] | str | None) -> frozenset[str]:
-    """The declared ``effects`` of ``tool`` as a set; ``{"unknown"}`` when none is declared.
+    """The declared ``effects`` of ``tool`` as a set; ``{"unknown"}`` when none is declared
+    (or when ``"unknown"`` is declared alone, as a tool wrapping another's may).
 
     Raises ``ValueError`` naming the tool and the word for a word outside :data:`EFFECTS`.
     """
     if effects is None:
         return frozenset({UNKNOWN})
     words = [effects] if isinstance(effects, str) else list(effects)
+    if words == [UNKNOWN] or set(words) == {UNKNOWN}:
+        return frozenset({UNKNOWN})
     for word in words:
         if word not in EFFECTS:
             raise ValueError(
@@ -147,7 +150,8 @@ def from_mcp_annotations(annotations: Mapping[str, Any] | None) -> tuple[frozens
     server sends: ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
     ``openWorldHint``); see :func:`effects_from_hints`. A hint that is not a bool (a
     hostile or broken server) counts as absent; ``idempotent`` is true only when
-    ``idempotentHint`` is ``True``.
+    ``idempotentHint`` or ``readOnlyHint`` is ``True`` (a call that changes nothing may
+    be sent again).
     """
     found = annotations if isinstance(annotations, Mapping) else {}
 
@@ -160,7 +164,7 @@ def from_mcp_annotations(annotations: Mapping[str, Any] | None) -> tuple[frozens
         destructive=hint("destructiveHint"),
         open_world=hint("openWorldHint"),
     )
-    return effects, hint("idempotentHint") is True
+    return effects, hint("idempotentHint") is True or hint("readOnlyHint") is True
 
 
 class Labels(BaseModel):

@@ -10,7 +10,6 @@ from mcp_helpers import run_agent, server_settings, settings_with
 
 from mainspring import Agent, PluginLoadError
 from mainspring.events import ToolExecutionUpdate
-from mainspring.mcp import annotation_effects
 from mainspring.mcp.tools import PROGRESS_INTERVAL_S
 from mainspring.settings import McpServerSettings
 from mainspring.testing import FauxProvider, faux
@@ -109,21 +108,3 @@ def test_an_unset_variable_is_a_load_error_naming_it(monkeypatch: pytest.MonkeyP
     assert 'MCP server "web": header Authorization uses ${MAINSPRING_TEST_TOKEN}' in str(
         caught.value
     )
-
-
-def test_annotations_read_as_plain_effects() -> None:
-    assert annotation_effects(None) == {
-        "read_only": False,
-        "destructive": True,
-        "idempotent": False,
-        "open_world": True,
-    }
-    assert annotation_effects({"readOnlyHint": True}) == {
-        "read_only": True,
-        "destructive": False,
-        "idempotent": True,
-        "open_world": True,
-    }
-    assert annotation_effects(
-        {"destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
-    ) == {"read_only": False, "destructive": False, "idempotent": True, "open_world": False}

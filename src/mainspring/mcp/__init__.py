@@ -11,7 +11,6 @@ from .binding import bind, configured_servers, report, status
 from .tools import (
     McpResourceTool,
     McpTool,
-    annotation_effects,
     escape_control,
     to_tool_result,
     tool_name,
@@ -20,7 +19,6 @@ from .tools import (
 __all__ = [
     "McpResourceTool",
     "McpTool",
-    "annotation_effects",
     "bind",
     "configured_servers",
     "escape_control",

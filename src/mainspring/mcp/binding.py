@@ -60,6 +60,15 @@ def configured_servers(agent: Agent) -> dict[str, McpServerSettings]:
             declared = declared()
         if declared is None:
             continue
+        if info.granted is not None and "tools" not in info.granted:
+            # servers are tools: a plugin not granted `tools` contributes none this way
+            _log.warning(
+                "mcp_servers_not_granted",
+                plugin=info.name,
+                detail="it declares mcp_servers but is not granted the 'tools' capability; "
+                "its servers are not started",
+            )
+            continue
         if not isinstance(declared, Mapping):
             raise PluginLoadError(
                 f"plugin {info.name!r}: mcp_servers must be a mapping of server names to "

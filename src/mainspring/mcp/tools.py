@@ -6,9 +6,9 @@ are the server's input schema, so the kernel validates the model's arguments aga
 before any gate runs, matching ``pattern`` and ``patternProperties`` with RE2 (linear
 time, whatever the server wrote). Its description is the server's, with control
 characters escaped (``escape_control``), and ``timeout_s`` is the server's. The tool's
-MCP annotations are kept (:attr:`McpTool.annotations`); ``idempotentHint`` (or
-``readOnlyHint``) makes it :attr:`~mainspring.Tool.idempotent`, and
-:func:`annotation_effects` reads them as plain data.
+MCP annotations are kept (:attr:`McpTool.annotations`) and read by
+:func:`mainspring.effects.from_mcp_annotations`: they give the tool its effects, and
+``idempotentHint`` (or ``readOnlyHint``) makes it :attr:`~mainspring.Tool.idempotent`.
 
 Results: text blocks stay text; images stay images; an embedded text resource becomes a
 text block headed by its URI, an embedded image blob an image, any other blob, audio or
@@ -29,11 +29,11 @@ import contextlib
 import json
 import re
 import time
-from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
 
+from ..effects import from_mcp_annotations
 from ..json_schema import schema_problems
 from ..messages import ImageContent, TextContent
 from ..settings import McpServerSettings
@@ -45,7 +45,6 @@ from .text import escape_control
 __all__ = [
     "PROGRESS_INTERVAL_S",
     "McpTool",
-    "annotation_effects",
     "escape_control",
     "to_tool_result",
     "tool_name",
@@ -55,24 +54,6 @@ PROGRESS_INTERVAL_S = 0.05
 """The least time between two progress updates of one call."""
 
 _NAME_OK = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def annotation_effects(annotations: Mapping[str, Any] | None) -> dict[str, bool]:
-    """What a tool's MCP annotations claim, with the protocol's defaults, as plain data.
-
-    ``{"read_only", "destructive", "idempotent", "open_world"}`` from ``readOnlyHint``
-    (default false), ``destructiveHint`` (default true), ``idempotentHint`` (default
-    false) and ``openWorldHint`` (default true); a read-only tool is neither destructive
-    nor anything but idempotent. These are hints from the server, not guarantees.
-    """
-    given = dict(annotations or {})
-    read_only = given.get("readOnlyHint") is True
-    return {
-        "read_only": read_only,
-        "destructive": not read_only and given.get("destructiveHint") is not False,
-        "idempotent": read_only or given.get("idempotentHint") is True,
-        "open_world": given.get("openWorldHint") is not False,
-    }
 
 
 def tool_name(prefix: str | None, name: str) -> str:
@@ -100,6 +81,7 @@ class McpTool(Tool):
             if remote.annotations
             else {}
         )
+        effects, idempotent = from_mcp_annotations(annotations)
         clean = escape_control if settings.escape_control else str
         title = remote.title or annotations.get("title") or remote.name
         super().__init__(
@@ -109,7 +91,8 @@ class McpTool(Tool):
             execute=self._call,
             timeout_s=settings.timeout_s,
             label=clean(f"{server}: {title}"),
-            idempotent=annotation_effects(annotations)["idempotent"],
+            idempotent=idempotent,
+            effects=effects,
         )
         from ..json_schema import check_schema
 
@@ -329,6 +312,8 @@ class McpResourceTool(Tool):
             timeout_s=settings.timeout_s,
             label=clean(f"{server}: read resource"),
             idempotent=True,
+            effects=("read",),
+            roles={"uri": "url"},
         )
         self.server = server
         self.owner = "mcp"
