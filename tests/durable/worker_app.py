@@ -13,7 +13,14 @@ stops until the test kills it (a marker file ``DIR/crashed`` says it got there):
 - ``tool``: inside call ``c2``, of the idempotent tool ``note``;
 - ``tool_once``: inside call ``c1``, of the non-idempotent tool ``append``;
 - ``between``: in a listener of the second ``turn_end``;
-- ``compaction``: inside the compaction before the third request.
+- ``compaction``: inside the compaction before the third request;
+- ``at:TYPE:TURN``: in a listener of the first event of type ``TYPE`` in turn ``TURN``
+  (a step boundary: the step before it is checkpointed, the next one not started).
+
+With ``MODEL=fresh`` the model never repeats itself: every reply has new text and new
+call ids, and after ``StreamDone`` the provider goes on working (as an HTTP provider
+drains its response) until the stream is closed. Each request it answers is logged to
+``DIR/requests.log`` with the reply's id.
 
 Tools write one line per execution to ``DIR/tools.log``: ``RUN CALL start`` and
 ``RUN CALL done``. A listener writes each event it sees to ``DIR/events-<pid>.jsonl``.
@@ -25,6 +32,7 @@ import asyncio
 import json
 import os
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -52,8 +60,8 @@ async def _forever() -> None:
     await asyncio.Event().wait()
 
 
-def _log(line: str) -> None:
-    with open(DIR / "tools.log", "a") as file:
+def _log(line: str, name: str = "tools.log") -> None:
+    with open(DIR / name, "a") as file:
         file.write(line + "\n")
 
 
@@ -99,6 +107,37 @@ class CrashingProvider:
             count += 1
             if turn == 1 and count == STREAM_STOP and CRASH == "stream" and not MARKER.exists():
                 await _forever()  # the listener writes the marker once it saw this delta
+
+
+class FreshProvider:
+    """A model that never says the same thing twice and works after ``StreamDone``."""
+
+    name = "fresh"
+
+    async def stream(self, request: Any, signal: Any) -> AsyncIterator[Any]:
+        from mainspring.providers.base import (
+            StreamDone,
+            TextDelta,
+            ToolCallDelta,
+            ToolCallEnd,
+            ToolCallStart,
+        )
+
+        turn = _replies(request.messages)
+        reply = uuid.uuid4().hex
+        _log(f"{turn} {reply}", "requests.log")
+        for part in (f"Reply {reply} ", f"to turn {turn}."):
+            yield TextDelta(part)
+        if turn < TURNS:
+            tool = "append" if turn % 2 else "note"
+            call = f"call_{reply[:12]}"
+            yield ToolCallStart(call, tool)
+            yield ToolCallDelta(call, json.dumps({"text": f"step {turn} {reply}"}))
+            yield ToolCallEnd(call)
+            yield StreamDone("tool_use")
+        else:
+            yield StreamDone("stop")
+        await _forever()  # the rest of the response, until the stream is closed
 
 
 def _tool(name: str, idempotent: bool, point: str, stop_in: str) -> mainspring.Tool:
@@ -159,7 +198,7 @@ def factory(spec: dict[str, Any]) -> Agent:
     """Each run's agent: the crashing faux model, two tools, the compactor."""
     return Agent(
         model="faux:scripted",
-        provider=CrashingProvider(),
+        provider=FreshProvider() if os.environ.get("MODEL") == "fresh" else CrashingProvider(),
         tools=[_tool("note", True, "tool", "c2"), _tool("append", False, "tool_once", "c1")],
         plugins=[Compactor(), *([AskForAppend()] if os.environ.get("ASK") == "1" else [])],
         autoload=False,
@@ -185,6 +224,8 @@ def listen(agent: Agent, run_id: str) -> None:
             if turn["number"] == 1 and turn["updates"] == STREAM_STOP:
                 _crash_here("stream")
         if event.type == "turn_end" and event.turn == 1 and _crash_here("between"):
+            await _forever()
+        if f"at:{event.type}:{event.turn}" == CRASH and _crash_here(CRASH):
             await _forever()
 
     agent.subscribe(keep)

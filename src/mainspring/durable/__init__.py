@@ -16,7 +16,7 @@ from __future__ import annotations
 from .approvals import DurableApprover
 from .config import DEFAULT_QUEUE, database_url
 from .runs import RunInfo, Runs
-from .steps import INTERRUPTED, DurableProvider, durable_tool, in_workflow, step
+from .steps import INTERRUPTED, CheckpointError, DurableProvider, durable_tool, in_workflow, step
 from .worker import run_worker, start_worker, stop_worker
 from .workflow import AgentFactory, default_factory
 
@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_QUEUE",
     "INTERRUPTED",
     "AgentFactory",
+    "CheckpointError",
     "DurableApprover",
     "DurableProvider",
     "RunInfo",

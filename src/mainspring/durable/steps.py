@@ -19,6 +19,8 @@ Outside a DBOS workflow (or inside another step) every wrapper calls straight th
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import dataclasses
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -45,7 +47,15 @@ from ..providers.base import (
 from ..signal import AbortSignal
 from ..tools import Tool, ToolResult
 
-__all__ = ["INTERRUPTED", "DurableProvider", "durable_tool", "in_workflow", "step"]
+__all__ = [
+    "INTERRUPTED",
+    "CheckpointError",
+    "DurableProvider",
+    "durable_tool",
+    "in_workflow",
+    "report_checkpoint_failures",
+    "step",
+]
 
 T = TypeVar("T")
 
@@ -113,8 +123,48 @@ def _dump_error(error: BaseException) -> dict[str, Any]:
     return {"message": f"{type(error).__name__}: {error}", "retryable": False}
 
 
+class CheckpointError(Exception):
+    """A checkpoint of a durable run could not be written or read (the database failed,
+    or a replay met a checkpoint of another step). It is never shown to the model: the
+    run is aborted and its workflow fails with this error."""
+
+
+FailureReport = Callable[[CheckpointError], None]
+_ON_FAILURE: contextvars.ContextVar[FailureReport | None] = contextvars.ContextVar(
+    "mainspring_durable_on_failure", default=None
+)
+
+
+def report_checkpoint_failures(report: FailureReport) -> contextvars.Token[Any]:
+    """Have every checkpoint failure in this context (a run's tasks) go to ``report``."""
+    return _ON_FAILURE.set(report)
+
+
+async def _checkpointed(name: str, function: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """``function`` as the step ``name``; what DBOS itself raises becomes a
+    :class:`CheckpointError`, reported to the run (which stops) before it is raised."""
+    try:
+        result: T = await DBOS.run_step_async({"name": name}, function)
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:
+        failed = CheckpointError(f"the checkpoint of step {name} failed: {error}")
+        report = _ON_FAILURE.get()
+        if report is not None:
+            report(failed)
+        raise failed from error
+    return result
+
+
 class DurableProvider:
-    """A provider whose every request is a checkpointed step (see the module)."""
+    """A provider whose every request is a checkpointed step (see the module).
+
+    The step ends, and its checkpoint is written, as soon as the inner provider yields
+    :class:`~mainspring.providers.base.StreamDone`: what the provider does after it (an
+    HTTP provider drains its response) happens when the kernel closes the stream, outside
+    the step. ``StreamDone`` reaches the kernel only once the checkpoint is written, so a
+    reply the kernel consumed is never requested again.
+    """
 
     def __init__(self, inner: Provider) -> None:
         self.inner = inner
@@ -134,7 +184,8 @@ class DurableProvider:
             async for delta in self.inner.stream(request, signal):
                 yield delta
             return
-        live: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+        live: asyncio.Queue[StreamEvent] = asyncio.Queue()
+        opened: list[AsyncIterator[StreamEvent]] = []
         ran = False
 
         async def request_step() -> dict[str, Any]:
@@ -142,46 +193,60 @@ class DurableProvider:
             ran = True
             deltas: list[dict[str, Any]] = []
             error: dict[str, Any] | None = None
+            inner = aiter(self.inner.stream(request, signal))
+            opened.append(inner)
             try:
-                async for delta in self.inner.stream(request, signal):
+                while True:
+                    try:
+                        delta = await anext(inner)
+                    except StopAsyncIteration:
+                        break
                     deltas.append(_dump_delta(delta))
                     live.put_nowait(delta)
+                    if isinstance(delta, StreamDone):
+                        break  # the reply is complete: checkpoint it now
             except Exception as failure:
                 error = _dump_error(failure)
-            finally:
-                live.put_nowait(None)
             return {"deltas": deltas, "error": error}
 
-        task = asyncio.ensure_future(
-            DBOS.run_step_async({"name": f"mainspring.model.{self.name}"}, request_step)
-        )
+        task = asyncio.ensure_future(_checkpointed(f"mainspring.model.{self.name}", request_step))
+        done: StreamEvent | None = None
+        getter: asyncio.Future[StreamEvent] | None = None
         try:
-            while True:
+            while not task.done():
                 getter = asyncio.ensure_future(live.get())
                 await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
                 if not getter.done():
                     getter.cancel()
-                    break  # the step finished: drain below
+                    break  # the step finished: what is left is passed on below
                 item = getter.result()
-                if item is None:
+                if isinstance(item, StreamDone):
+                    done = item  # passed on once the checkpoint is written
                     break
                 yield item
             record = await task
-            if not ran:  # answered from the checkpoint: the kernel sees the same deltas
+            if ran:
+                if done is not None:
+                    yield done
+                while not live.empty():
+                    yield live.get_nowait()
+            else:  # answered from the checkpoint: the kernel sees the same deltas
                 for data in record["deltas"]:
                     yield _load_delta(data)
-            else:
-                while not live.empty():
-                    left = live.get_nowait()
-                    if left is not None:
-                        yield left
             error = record["error"]
             if error is not None:
                 raise ProviderError(**error)
         finally:
-            if not task.done():
+            if getter is not None:
+                getter.cancel()
+            if not task.done():  # the kernel stopped reading before the reply was complete
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+            for inner in opened:  # the provider's own work after StreamDone, or its cleanup
+                close = getattr(inner, "aclose", None)
+                if close is not None:
+                    with contextlib.suppress(Exception):  # a broken close loses nothing
+                        await close()
 
 
 class _RecordingContext:
@@ -241,7 +306,7 @@ def durable_tool(tool: Tool) -> Tool:
                 result = result.model_copy(update={"details": to_jsonable(result.details)})
             return {"result": result.model_dump(mode="json"), "updates": updates}
 
-        record = await DBOS.run_step_async({"name": f"mainspring.tool.{name}"}, call_step)
+        record = await _checkpointed(f"mainspring.tool.{name}", call_step)
         if replayed:
             for partial in record["updates"]:
                 ctx.update(partial)

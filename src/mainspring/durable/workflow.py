@@ -29,7 +29,7 @@ from ..message_json import encode_message
 from .approvals import DurableApprover
 from .config import WORKFLOW_NAME
 from .journal import Journal
-from .steps import DurableProvider, durable_tool
+from .steps import CheckpointError, DurableProvider, durable_tool, report_checkpoint_failures
 
 __all__ = ["AgentFactory", "Runtime", "default_factory", "run_workflow"]
 
@@ -109,7 +109,18 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
         if RUNTIME.listen is not None:
             RUNTIME.listen(agent, run_id)
         RUNTIME.active[run_id] = agent
+        failures: list[CheckpointError] = []
+
+        def stop(failure: CheckpointError) -> None:
+            # the model never sees a checkpoint failure: the run stops, the workflow fails
+            if not failures:
+                failures.append(failure)
+                agent.abort("checkpoint failed")
+
+        report_checkpoint_failures(stop)
         end = await agent.prompt(spec["prompt"])
+        if failures:
+            raise failures[0]
         state = agent.state
         return {
             "reason": end.reason,
