@@ -16,6 +16,7 @@ from __future__ import annotations
 from .approvals import DurableApprover
 from .config import DEFAULT_QUEUE, database_url
 from .runs import RunInfo, Runs
+from .serialization import RefusedRow
 from .steps import INTERRUPTED, CheckpointError, DurableProvider, durable_tool, in_workflow, step
 from .worker import run_worker, start_worker, stop_worker
 from .workflow import AgentFactory, default_factory
@@ -27,6 +28,7 @@ __all__ = [
     "CheckpointError",
     "DurableApprover",
     "DurableProvider",
+    "RefusedRow",
     "RunInfo",
     "Runs",
     "database_url",

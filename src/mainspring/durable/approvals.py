@@ -17,6 +17,7 @@ from dbos import DBOS
 
 from ..errors import Approval, ApprovalRequest
 from ..hookspecs import hookimpl
+from .serialization import RefusedRow
 
 __all__ = ["APPROVAL_TOPIC", "DurableApprover", "approval_message"]
 
@@ -51,7 +52,13 @@ class DurableApprover:
         # by the same setting, so a worker never waits on a run that has given up
         timeout = agent.settings.approvals.timeout_s
         while waiting:
-            message = await DBOS.recv_async(APPROVAL_TOPIC, timeout_seconds=timeout)
+            try:
+                message = await DBOS.recv_async(APPROVAL_TOPIC, timeout_seconds=timeout)
+            except RefusedRow as error:
+                # a message that is not JSON stays at the head of the run's messages:
+                # what is undecided is blocked, as at the deadline
+                DBOS.logger.warning(f"run {DBOS.workflow_id}: {error}")
+                break
             if message is None:
                 break
             call_id = message.get("tool_call_id") if isinstance(message, dict) else None

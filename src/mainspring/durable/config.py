@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .serialization import JSON_ROWS
+
 __all__ = [
     "APP_NAME",
     "APP_VERSION",
@@ -75,6 +77,7 @@ def dbos_config(url: str, executor_id: str | None = None) -> dict[str, Any]:
         "log_level": os.environ.get("MAINSPRING_DBOS_LOG_LEVEL", "WARNING"),
         # a waiting recv/get_event and a queue notice a change within this interval
         "notification_listener_polling_interval_sec": 0.05,
+        "serializer": JSON_ROWS,  # rows are JSON; a pickled one is refused
     }
     if executor_id:
         config["executor_id"] = executor_id

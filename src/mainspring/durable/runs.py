@@ -20,6 +20,7 @@ from ..message_json import decode_message
 from .approvals import APPROVAL_TOPIC, approval_message
 from .config import APP_NAME, APP_VERSION, DEFAULT_QUEUE, WORKFLOW_NAME, database_url
 from .journal import Journal
+from .serialization import JSON_ROWS
 
 __all__ = ["RunInfo", "Runs"]
 
@@ -60,7 +61,9 @@ class Runs:
         self.url = database_url(url)
         # a client never creates the schema; the first user of a database does
         run_dbos_database_migrations(self.url)
-        self.client = DBOSClient(system_database_url=self.url, application_name=APP_NAME)
+        self.client = DBOSClient(
+            system_database_url=self.url, application_name=APP_NAME, serializer=JSON_ROWS
+        )
         self.journal = Journal(self.url)
 
     def close(self) -> None:

@@ -86,8 +86,9 @@ async def step(name: str, function: Callable[..., Coroutine[Any, Any, T]], *args
 
     In a durable run the result is recorded the first time and returned from the record
     when the run is replayed; elsewhere the function is just awaited. The result must be
-    JSON-able or picklable. Use it for anything a plugin does that may differ between two
-    executions (a model call, the clock, a random choice, an outside lookup).
+    JSON-able (the runs' database holds only JSON). Use it for anything a plugin does
+    that may differ between two executions (a model call, the clock, a random choice,
+    an outside lookup).
     """
     if not in_workflow():
         return await function(*args)
