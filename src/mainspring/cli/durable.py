@@ -51,6 +51,11 @@ def add_durable_commands(commands: Any) -> None:
     decision = runs.add_mutually_exclusive_group()
     decision.add_argument("--allow", action="store_true", default=None)
     decision.add_argument("--deny", action="store_true", default=None)
+    runs.add_argument(
+        "--arguments",
+        default=None,
+        help="approve: the call's exact arguments (JSON), to decide it before it asks",
+    )
     runs.add_argument("--reason", default=None)
     runs.add_argument("--remember", choices=("tool", "call"), default=None)
     runs.add_argument("--events", action="store_true", help="show: the journaled events")
@@ -172,11 +177,33 @@ def _show(runs: Any, args: argparse.Namespace) -> int:
 
 
 def _approve(runs: Any, args: argparse.Namespace) -> int:
+    from ..durable import ApprovalRefused
+
     if not args.call_id or (args.allow is None and args.deny is None):
-        print("runs approve needs a run id, a tool call id and --allow or --deny", file=sys.stderr)
-        return 2
-    runs.approve(
-        args.id, args.call_id, bool(args.allow), reason=args.reason, remember=args.remember
-    )
+        return _usage("runs approve needs a run id, a tool call id and --allow or --deny")
+    arguments = None
+    if args.arguments is not None:
+        try:
+            arguments = json.loads(args.arguments)
+        except ValueError:
+            return _usage("--arguments must be the call's arguments as JSON")
+    decision = "allow" if args.allow else "deny"
+    try:
+        runs.approve(
+            args.id,
+            args.call_id,
+            decision,
+            arguments=arguments,
+            reason=args.reason,
+            remember=args.remember,
+        )
+    except ApprovalRefused as error:
+        return _usage(str(error))
     print(f"{'allowed' if args.allow else 'denied'} {args.call_id} of run {args.id}")
     return 0
+
+
+def _usage(message: str) -> int:
+    """Say what was wrong (one sentence) and return the usage exit code."""
+    print(f"mainspring: error: {message}", file=sys.stderr)
+    return 2

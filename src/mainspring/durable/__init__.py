@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .approvals import DurableApprover
 from .config import DEFAULT_QUEUE, database_url
-from .runs import RunInfo, Runs
+from .runs import ApprovalRefused, RunInfo, Runs
 from .serialization import RefusedRow
 from .steps import INTERRUPTED, CheckpointError, DurableProvider, durable_tool, in_workflow, step
 from .worker import run_worker, start_worker, stop_worker
@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_QUEUE",
     "INTERRUPTED",
     "AgentFactory",
+    "ApprovalRefused",
     "CheckpointError",
     "DurableApprover",
     "DurableProvider",

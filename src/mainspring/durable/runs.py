@@ -17,14 +17,19 @@ from dbos import DBOSClient, EnqueueOptions
 from dbos.cli.migration import run_dbos_database_migrations
 
 from ..message_json import decode_message
-from .approvals import APPROVAL_TOPIC, approval_message
+from .approvals import APPROVAL_TOPIC, approval_message, arguments_digest
 from .config import APP_NAME, APP_VERSION, DEFAULT_QUEUE, WORKFLOW_NAME, database_url
 from .journal import Journal
 from .serialization import JSON_ROWS
 
-__all__ = ["RunInfo", "Runs"]
+__all__ = ["ApprovalRefused", "RunInfo", "Runs"]
 
 FINISHED = frozenset({"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
+
+
+class ApprovalRefused(ValueError):
+    """A decision that cannot be sent: the run settled, or the call is not waiting or
+    was already decided."""
 
 
 @dataclass(frozen=True)
@@ -110,13 +115,52 @@ class Runs:
         self,
         run_id: str,
         tool_call_id: str,
-        allow: bool,
+        decision: str,
         *,
+        arguments: Any = None,
         reason: str | None = None,
         remember: str | None = None,
     ) -> None:
-        """Decide a call of ``run_id`` waiting for approval (now or whenever it asks)."""
-        message = approval_message(tool_call_id, allow, reason, remember)
+        """Decide the call ``tool_call_id`` of ``run_id`` (``decision``: ``"allow"`` or
+        ``"deny"``), for the arguments it was asked about, or for ``arguments`` exactly.
+
+        Without ``arguments`` the call must be waiting (its ``tool_approval_request`` is
+        journaled and undecided); with them the decision may be sent before the call asks,
+        and decides only a call with exactly these arguments. ``KeyError`` for an unknown
+        run; :class:`ApprovalRefused` for a settled run, a call that is not waiting, or
+        one already decided; ``ValueError`` for a decision other than allow/deny.
+        """
+        approval_message(tool_call_id, "", decision, reason, remember)  # checks first
+        info = self.get(run_id)
+        if info.finished:
+            raise ApprovalRefused(f"run {run_id} has settled; it has no call to decide")
+        asked: dict[str, Any] = {}  # digest -> arguments, of calls with this id still waiting
+        decided: set[str] = set()
+        for event in self.journal.read_events(run_id):
+            if event.get("tool_call_id") != tool_call_id:
+                continue
+            if event["type"] == "tool_approval_request":
+                asked[arguments_digest(event.get("args"))] = event.get("args")
+            elif event["type"] == "tool_decision":
+                for digest in list(asked):
+                    decided.add(digest)
+                    del asked[digest]
+        if arguments is not None:
+            digest = arguments_digest(arguments)
+            if digest in decided and digest not in asked:
+                raise ApprovalRefused(
+                    f"call {tool_call_id} of run {run_id} with these arguments was already decided"
+                )
+        elif asked:
+            digest = next(reversed(asked))
+        elif decided:
+            raise ApprovalRefused(f"call {tool_call_id} of run {run_id} was already decided")
+        else:
+            raise ApprovalRefused(
+                f"run {run_id} has no call {tool_call_id} waiting for approval; to decide "
+                "a call before it asks, give its exact arguments"
+            )
+        message = approval_message(tool_call_id, digest, decision, reason, remember)
         self.client.send(run_id, message, APPROVAL_TOPIC)
 
     def _info(self, status: Any) -> RunInfo:
