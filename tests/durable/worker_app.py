@@ -1,6 +1,7 @@
 """A durable worker process for the tests: a scripted model, tools that append to a file.
 
-Run as ``python worker_app.py DIR URL EXECUTOR_ID [CRASH]``. Every run follows the same
+Run as ``python worker_app.py DIR URL EXECUTOR_ID [CRASH]`` (``EXECUTOR_ID`` ``""``: the
+default). Once it serves, ``DIR/ready-PID`` holds its executor id. Every run follows the same
 script (a function of the request, so a recovered worker continues it): ``TURNS`` turns
 with one tool call each, then a text reply. ``CRASH`` names where the *first* worker
 stops until the test kills it (a marker file ``DIR/crashed`` says it got there):
@@ -232,15 +233,20 @@ def listen(agent: Agent, run_id: str) -> None:
 
 
 if __name__ == "__main__":
-    from mainspring.durable import run_worker
+    import threading
+
+    from dbos import DBOS
+
+    from mainspring.durable import start_worker
 
     url, executor = sys.argv[2], sys.argv[3]
     concurrency = int(os.environ.get("WORKER_CONCURRENCY", "4"))
-    (DIR / f"ready-{os.getpid()}").write_text("")
-    run_worker(
+    start_worker(
         url=url,
-        executor_id=executor,
+        executor_id=executor or None,  # "": the default, the first free HOST-N
         factory=factory,
         listen=listen,
         concurrency=concurrency,
     )
+    (DIR / f"ready-{os.getpid()}").write_text(DBOS.executor_id)
+    threading.Event().wait()  # until the test kills this process

@@ -36,7 +36,9 @@ def add_durable_commands(commands: Any) -> None:
     worker.add_argument("--queue", default="mainspring", help="the queue to serve")
     worker.add_argument("--concurrency", type=int, default=4, help="runs at once here")
     worker.add_argument("--global-concurrency", type=int, default=None, help="across workers")
-    worker.add_argument("--id", default=None, help="this worker's stable executor id")
+    worker.add_argument(
+        "--id", default=None, help="this worker's executor id (default: the first free HOST-N)"
+    )
     worker.add_argument("--factory", default=None, help="module:function building each agent")
     submit = commands.add_parser("submit", help="enqueue a durable run; prints its id")
     submit.add_argument("prompt")
@@ -97,7 +99,7 @@ def durable_command(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from ..durable import run_worker
+    from ..durable import ExecutorInUse, run_worker
 
     factory = None
     if args.factory:
@@ -110,14 +112,17 @@ def _worker(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         print("--concurrency must be at least 1", file=sys.stderr)
         return 2
-    run_worker(
-        url=args.database,
-        queue=args.queue,
-        concurrency=args.concurrency,
-        global_concurrency=args.global_concurrency,
-        executor_id=args.id,
-        factory=factory,
-    )
+    try:
+        run_worker(
+            url=args.database,
+            queue=args.queue,
+            concurrency=args.concurrency,
+            global_concurrency=args.global_concurrency,
+            executor_id=args.id,
+            factory=factory,
+        )
+    except ExecutorInUse as error:
+        return _usage(str(error))
     return 0
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .approvals import DurableApprover
 from .config import DEFAULT_QUEUE, database_url
+from .executors import ExecutorInUse
 from .runs import ApprovalRefused, RunInfo, Runs
 from .serialization import RefusedRow
 from .steps import INTERRUPTED, CheckpointError, DurableProvider, durable_tool, in_workflow, step
@@ -29,6 +30,7 @@ __all__ = [
     "CheckpointError",
     "DurableApprover",
     "DurableProvider",
+    "ExecutorInUse",
     "RefusedRow",
     "RunInfo",
     "Runs",

@@ -28,6 +28,8 @@ __all__ = [
     "database_url",
     "dbos_config",
     "is_sqlite",
+    "secure_sqlite_file",
+    "sqlite_path",
 ]
 
 APP_NAME = "mainspring"
@@ -60,12 +62,32 @@ def database_url(url: str | None = None, environ: Mapping[str, str] | None = Non
         return chosen
     directory = data_dir(env)
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    directory.chmod(0o700)  # the data directory is the user's alone, whenever it was made
     return f"sqlite:///{directory / 'durable.sqlite'}"
 
 
 def is_sqlite(url: str) -> bool:
     """Whether ``url`` names an SQLite database."""
     return url.startswith("sqlite")
+
+
+def sqlite_path(url: str) -> Path:
+    """The file of an ``sqlite:///path`` URL (its query, if any, left out)."""
+    return Path(url.split("://", 1)[1][1:].split("?", 1)[0])
+
+
+def secure_sqlite_file(url: str) -> None:
+    """Make an SQLite database file readable by its owner only (0600), creating it empty
+    if missing, before anything writes to it (SQLite gives its ``-wal`` and ``-shm``
+    files the database file's mode); a directory this creates is 0700."""
+    path = sqlite_path(url)
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, mode=0o700)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(descriptor, 0o600)
+    finally:
+        os.close(descriptor)
 
 
 def dbos_config(url: str, executor_id: str | None = None) -> dict[str, Any]:

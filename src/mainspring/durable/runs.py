@@ -18,7 +18,15 @@ from dbos.cli.migration import run_dbos_database_migrations
 
 from ..message_json import decode_message
 from .approvals import APPROVAL_TOPIC, approval_message, arguments_digest
-from .config import APP_NAME, APP_VERSION, DEFAULT_QUEUE, WORKFLOW_NAME, database_url
+from .config import (
+    APP_NAME,
+    APP_VERSION,
+    DEFAULT_QUEUE,
+    WORKFLOW_NAME,
+    database_url,
+    is_sqlite,
+    secure_sqlite_file,
+)
 from .journal import Journal
 from .serialization import JSON_ROWS
 
@@ -64,6 +72,8 @@ class Runs:
 
     def __init__(self, url: str | None = None) -> None:
         self.url = database_url(url)
+        if is_sqlite(self.url):
+            secure_sqlite_file(self.url)
         # a client never creates the schema; the first user of a database does
         run_dbos_database_migrations(self.url)
         self.client = DBOSClient(
