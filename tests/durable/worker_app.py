@@ -184,6 +184,40 @@ class Compactor:
         return CompactionResult(messages=(summary, *messages[-2:]))
 
 
+NOTE = _tool("note", True, "tool", "c2")
+APPEND = _tool("append", False, "tool_once", "c1")
+"""The tools of every run: one object each, as a plugin registers its tools."""
+
+
+class BlockAppend:
+    """With ``GATE=1``: blocks the calls of the ``APPEND`` object (an identity check)."""
+
+    PLUGIN_NAME = "test-identity-gate"
+    CAPABILITIES = ("gate",)
+
+    @mainspring.hookimpl
+    def before_tool_call(self, tool: mainspring.Tool) -> Any:
+        return mainspring.Block("not this tool object") if tool is APPEND else None
+
+
+class Redactor:
+    """With ``REDACT=1``: every tool result's " ok: " becomes " [REDACTED]: "."""
+
+    PLUGIN_NAME = "test-redactor"
+    CAPABILITIES = ("redact",)
+
+    @mainspring.hookimpl
+    @mainspring.redactor
+    def after_tool_result(self, result: mainspring.ToolResult) -> mainspring.ToolResult:
+        content = tuple(
+            block.model_copy(update={"text": block.text.replace(" ok: ", " [REDACTED]: ")})
+            if getattr(block, "text", None)
+            else block
+            for block in result.content
+        )
+        return result.model_copy(update={"content": content})
+
+
 class AskForAppend:
     """A gate that asks a person about every ``append`` call (with ``ASK=1``)."""
 
@@ -200,8 +234,13 @@ def factory(spec: dict[str, Any]) -> Agent:
     return Agent(
         model="faux:scripted",
         provider=FreshProvider() if os.environ.get("MODEL") == "fresh" else CrashingProvider(),
-        tools=[_tool("note", True, "tool", "c2"), _tool("append", False, "tool_once", "c1")],
-        plugins=[Compactor(), *([AskForAppend()] if os.environ.get("ASK") == "1" else [])],
+        tools=[NOTE, APPEND],
+        plugins=[
+            Compactor(),
+            *([AskForAppend()] if os.environ.get("ASK") == "1" else []),
+            *([Redactor()] if os.environ.get("REDACT") == "1" else []),
+            *([BlockAppend()] if os.environ.get("GATE") == "1" else []),
+        ],
         autoload=False,
         settings=Settings.model_validate({"approvals": {"timeout_s": 3600}}),
     )

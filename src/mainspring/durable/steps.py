@@ -6,10 +6,15 @@
   one did). Replayed after a crash, the step answers from its checkpoint: the kernel gets
   the same deltas and assembles the same message, with the same events. A request the
   process died during has no checkpoint and is sent again.
-- :func:`durable_tool` wraps a tool so that each call is one step checkpointing its
-  :class:`~mainspring.ToolResult` (and its progress reports, re-reported on replay). A call
-  the process died during is run again only if the tool is ``idempotent``; otherwise it
-  gets an error result saying so, and the model decides what to do.
+- :func:`durable_tool` wraps a tool so that each call is one step. The step's checkpoint
+  is the call's *final* result, after the result filters, the redactors and the size cap
+  (never what the tool returned): the tool's value goes to the kernel at once, and the
+  step ends when the kernel ends the call, with the result its ``tool_execution_end``
+  carries; that event is journaled only once the checkpoint is written. The step also
+  records how many progress reports the call made; a replay re-reports a placeholder
+  for each (the originals were journaled before its end). A call the process died
+  during is run again only if the tool is ``idempotent``; otherwise it gets an error
+  result saying so, and the model decides what to do.
 - :func:`step` runs any function of a plugin as a step (a summariser's model call, a
   lookup), so the plugin stays deterministic across a recovery.
 
@@ -28,8 +33,6 @@ from typing import Any, TypeVar
 
 from dbos import DBOS
 
-from ..jsonable import to_jsonable
-from ..kernel.tool_context import to_result
 from ..messages import Usage
 from ..providers.base import (
     ModelRequest,
@@ -49,11 +52,13 @@ from ..tools import Tool, ToolResult
 
 __all__ = [
     "INTERRUPTED",
+    "CallEnding",
     "CheckpointError",
     "DurableProvider",
+    "RunCheckpoints",
+    "bind_run",
     "durable_tool",
     "in_workflow",
-    "report_checkpoint_failures",
     "step",
 ]
 
@@ -130,15 +135,54 @@ class CheckpointError(Exception):
     run is aborted and its workflow fails with this error."""
 
 
-FailureReport = Callable[[CheckpointError], None]
-_ON_FAILURE: contextvars.ContextVar[FailureReport | None] = contextvars.ContextVar(
-    "mainspring_durable_on_failure", default=None
+class CallEnding:
+    """A tool call that ran live, waiting for the kernel to end it with its final result."""
+
+    def __init__(self, step: asyncio.Future[Any]) -> None:
+        self.step = step
+        self.final: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+
+    async def end(self, result: ToolResult) -> None:
+        """Hand the final result to the step and wait until it is checkpointed."""
+        if not self.final.done():
+            self.final.set_result(result)
+        await asyncio.wait({self.step})
+        if not self.step.cancelled():
+            self.step.exception()  # a failure was reported to the run (it stops)
+
+
+class RunCheckpoints:
+    """What the wrappers of one durable run share (bound with :func:`bind_run`).
+
+    ``fail`` hears every :class:`CheckpointError` (the run stops); ``ending`` maps the id
+    of a call that ran live to its :class:`CallEnding` until the kernel ends the call.
+    """
+
+    def __init__(self, fail: Callable[[CheckpointError], None]) -> None:
+        self.fail = fail
+        self.ending: dict[str, CallEnding] = {}
+
+    async def call_ended(self, tool_call_id: str, result: ToolResult) -> None:
+        """The kernel ended a call: checkpoint its final result if its step waits for it."""
+        ending = self.ending.pop(tool_call_id, None)
+        if ending is not None:
+            await ending.end(result)
+
+    def close(self) -> None:
+        """Cancel the steps of calls the kernel never ended (the run is over)."""
+        for ending in self.ending.values():
+            ending.step.cancel()
+        self.ending.clear()
+
+
+_RUN: contextvars.ContextVar[RunCheckpoints | None] = contextvars.ContextVar(
+    "mainspring_durable_run", default=None
 )
 
 
-def report_checkpoint_failures(report: FailureReport) -> contextvars.Token[Any]:
-    """Have every checkpoint failure in this context (a run's tasks) go to ``report``."""
-    return _ON_FAILURE.set(report)
+def bind_run(checkpoints: RunCheckpoints) -> contextvars.Token[Any]:
+    """Have the wrappers in this context (a run's tasks) use ``checkpoints``."""
+    return _RUN.set(checkpoints)
 
 
 async def _checkpointed(name: str, function: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -150,9 +194,9 @@ async def _checkpointed(name: str, function: Callable[[], Coroutine[Any, Any, T]
         raise
     except Exception as error:
         failed = CheckpointError(f"the checkpoint of step {name} failed: {error}")
-        report = _ON_FAILURE.get()
-        if report is not None:
-            report(failed)
+        run = _RUN.get()
+        if run is not None:
+            run.fail(failed)
         raise failed from error
     return result
 
@@ -250,42 +294,56 @@ class DurableProvider:
                         await close()
 
 
-class _RecordingContext:
-    """A tool's context that also records its progress reports for the checkpoint."""
+REPLAYED_UPDATE = "(a progress report, replayed from a checkpoint)"
+"""What a replayed call reports in place of each progress report it made (the originals
+were journaled before its end; only their number matters to the replay)."""
 
-    def __init__(self, inner: Any, updates: list[Any]) -> None:
+
+class _CountingContext:
+    """A tool's context that counts its progress reports for the checkpoint."""
+
+    def __init__(self, inner: Any) -> None:
         self._inner = inner
-        self._updates = updates
+        self.updates = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     def update(self, partial_result: Any) -> None:
-        self._updates.append(to_jsonable(partial_result))
+        self.updates += 1
         self._inner.update(partial_result)
 
 
-def _raised(record: dict[str, Any]) -> BaseException:
-    """The exception a checkpointed call raised, as the kernel reports it (by type name)."""
-    cls: type[Exception] = type(record["type"], (Exception,), {})
-    return cls(record["message"])
-
-
 def durable_tool(tool: Tool) -> Tool:
-    """``tool`` with each call a checkpointed step (see the module)."""
+    """Make each call of ``tool`` a checkpointed step (see the module); ``tool`` itself.
+
+    The tool object is kept, with its ``execute`` replaced (once) by one that, in a
+    durable run, runs the original as a step and, anywhere else, just calls it: gates see
+    the very object the plugin registered (``if tool is not shout`` holds in a worker as
+    in-process), and every agent sharing the object gets the same behaviour.
+    """
     if getattr(tool.execute, "_mainspring_durable", False):
         return tool
     name, idempotent = tool.name, tool.idempotent
+    original = Tool(
+        tool.name,
+        tool.description,
+        tool.parameters,
+        tool.execute,
+        sequential=tool.sequential,
+        timeout_s=tool.timeout_s,
+        label=tool.label,
+        idempotent=tool.idempotent,
+    )
 
     async def execute(args: Any, ctx: Any) -> Any:
-        if not in_workflow():
-            return await tool.run(args, ctx)
-        replayed = True
-        updates: list[Any] = []
+        run = _RUN.get()
+        if not in_workflow() or run is None:
+            return await original.run(args, ctx)
+        value: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        counting = _CountingContext(ctx)
 
         async def call_step() -> dict[str, Any]:
-            nonlocal replayed
-            replayed = False
             workflow_id = DBOS.workflow_id
             assert workflow_id is not None
             # the step's id is unique in the run and the same on every replay (a call id
@@ -294,35 +352,32 @@ def durable_tool(tool: Tool) -> Tool:
             earlier = await DBOS.get_event_async(workflow_id, key, timeout_seconds=0)
             if earlier is not None and not idempotent:
                 result = ToolResult.error(INTERRUPTED.format(name=name))
-                return {"result": result.model_dump(mode="json"), "updates": []}
+                return {"result": result.model_dump(mode="json"), "updates": 0}
             await DBOS.set_event_async(key, os.getpid())
+            ending = CallEnding(step_task)
+            run.ending[ctx.tool_call_id] = ending  # before the kernel can end the call
             try:
-                value = await tool.run(args, _RecordingContext(ctx, updates))
+                value.set_result(await original.run(args, counting))
             except Exception as error:
-                detail = str(error) or type(error).__name__
-                raised = {"type": type(error).__name__, "message": detail}
-                return {"raised": raised, "updates": updates}
-            result = to_result(value)
-            if result.details is not None:
-                result = result.model_copy(update={"details": to_jsonable(result.details)})
-            return {"result": result.model_dump(mode="json"), "updates": updates}
+                value.set_exception(error)  # the kernel reports it and ends the call
+            final = await ending.final
+            return {"result": final.model_dump(mode="json"), "updates": counting.updates}
 
-        record = await _checkpointed(f"mainspring.tool.{name}", call_step)
-        if replayed:
-            for partial in record["updates"]:
-                ctx.update(partial)
-        if "raised" in record:
-            raise _raised(record["raised"])
+        step_task = asyncio.ensure_future(_checkpointed(f"mainspring.tool.{name}", call_step))
+        try:
+            await asyncio.wait({value, step_task}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            step_task.cancel()  # the call was cut (an abort, its timeout): no checkpoint
+            raise
+        if value.done():
+            return value.result()  # live: the step ends when the kernel ends the call
+        record = step_task.result()  # from the checkpoint
+        for _ in range(int(record.get("updates", 0))):
+            ctx.update(REPLAYED_UPDATE)
         return ToolResult.model_validate(record["result"])
 
     execute._mainspring_durable = True  # type: ignore[attr-defined]
-    return Tool(
-        tool.name,
-        tool.description,
-        tool.parameters,
-        execute,
-        sequential=tool.sequential,
-        timeout_s=tool.timeout_s,
-        label=tool.label,
-        idempotent=tool.idempotent,
-    )
+    # a plain def's Tool.run runs this in a worker thread, which returns the coroutine
+    # (only created there) for the loop to await
+    tool.execute = execute
+    return tool

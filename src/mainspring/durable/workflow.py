@@ -29,7 +29,7 @@ from ..message_json import encode_message
 from .approvals import DurableApprover
 from .config import WORKFLOW_NAME
 from .journal import Journal
-from .steps import CheckpointError, DurableProvider, durable_tool, report_checkpoint_failures
+from .steps import CheckpointError, DurableProvider, RunCheckpoints, bind_run, durable_tool
 
 __all__ = ["AgentFactory", "Runtime", "default_factory", "run_workflow"]
 
@@ -91,6 +91,15 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
     journal = RUNTIME.journal
     assert run_id is not None and journal is not None, "start a worker (mainspring.durable)"
     agent = await _build(spec)
+    failures: list[CheckpointError] = []
+
+    def stop(failure: CheckpointError) -> None:
+        # the model never sees a checkpoint failure: the run stops, the workflow fails
+        if not failures:
+            failures.append(failure)
+            agent.abort("checkpoint failed")
+
+    checkpoints = RunCheckpoints(stop)
     try:
         described = _describe(agent)
 
@@ -102,22 +111,15 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
             # the worker's plugins or config changed since the run started: say so, go on
             DBOS.logger.warning(f"run {run_id}: configuration differs from the recorded one")
         agent.plugins.pm.register(DurableApprover(), name="durable-approvals")
-        agent.configure(tools=[durable_tool(tool) for tool in agent.state.tools])
+        for tool in agent.state.tools:
+            durable_tool(tool)  # in place: gates see the objects the plugins registered
+        bind_run(checkpoints)
         delivered = await asyncio.to_thread(journal.last_seq, run_id)
         prepare_replay(agent, run_id, delivered, DurableProvider(agent.provider))
-        agent.subscribe(_journaling(journal))
+        agent.subscribe(_journaling(journal, checkpoints))
         if RUNTIME.listen is not None:
             RUNTIME.listen(agent, run_id)
         RUNTIME.active[run_id] = agent
-        failures: list[CheckpointError] = []
-
-        def stop(failure: CheckpointError) -> None:
-            # the model never sees a checkpoint failure: the run stops, the workflow fails
-            if not failures:
-                failures.append(failure)
-                agent.abort("checkpoint failed")
-
-        report_checkpoint_failures(stop)
         end = await agent.prompt(spec["prompt"])
         if failures:
             raise failures[0]
@@ -130,14 +132,20 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
             "messages": [encode_message(message) for message in state.messages],
         }
     finally:
+        checkpoints.close()
         RUNTIME.active.pop(run_id, None)
         await agent.aclose()
 
 
-def _journaling(journal: Journal) -> Callable[[Any, Any], Awaitable[None]]:
-    """The first subscriber of a durable run: journal each event before anyone sees it."""
+def _journaling(
+    journal: Journal, checkpoints: RunCheckpoints
+) -> Callable[[Any, Any], Awaitable[None]]:
+    """The first subscriber of a durable run: journal each event before anyone sees it
+    (the end of a call that ran live once its step checkpointed the final result)."""
 
-    def journal_event(event: Any, signal: Any) -> Awaitable[None]:
-        return journal.append_async(event)
+    async def journal_event(event: Any, signal: Any) -> None:
+        if event.type == "tool_execution_end":
+            await checkpoints.call_ended(event.tool_call_id, event.result)
+        await journal.append_async(event)
 
     return journal_event
