@@ -184,6 +184,18 @@ class Workers:
         )
 
 
+@pytest.fixture(autouse=True)
+def approval_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The approval key of the test's workers and of its decisions (inherited by the
+    processes it starts); tools never see it (``mainspring.durable.credentials``)."""
+    path = tmp_path / "keys" / "approval.key"
+    path.parent.mkdir(mode=0o700)
+    path.write_text(uuid.uuid4().hex + uuid.uuid4().hex)
+    path.chmod(0o600)
+    monkeypatch.setenv("MAINSPRING_APPROVAL_KEY_FILE", str(path))
+    return path
+
+
 @pytest.fixture
 def wait() -> Callable[[Callable[[], Any], float, str], Any]:
     """:func:`wait_for`: poll a condition with a deadline."""

@@ -182,7 +182,7 @@ def _show(runs: Any, args: argparse.Namespace) -> int:
 
 
 def _approve(runs: Any, args: argparse.Namespace) -> int:
-    from ..durable import ApprovalRefused
+    from ..durable import ApprovalRefused, MissingApprovalKey
 
     if not args.call_id or (args.allow is None and args.deny is None):
         return _usage("runs approve needs a run id, a tool call id and --allow or --deny")
@@ -202,7 +202,7 @@ def _approve(runs: Any, args: argparse.Namespace) -> int:
             reason=args.reason,
             remember=args.remember,
         )
-    except ApprovalRefused as error:
+    except (ApprovalRefused, MissingApprovalKey) as error:
         return _usage(str(error))
     print(f"{'allowed' if args.allow else 'denied'} {args.call_id} of run {args.id}")
     return 0

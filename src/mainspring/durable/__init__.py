@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .approvals import DurableApprover
 from .config import DEFAULT_QUEUE, database_url
+from .credentials import MissingApprovalKey
 from .executors import ExecutorInUse
 from .runs import ApprovalRefused, RunInfo, Runs
 from .serialization import RefusedRow
@@ -31,6 +32,7 @@ __all__ = [
     "DurableApprover",
     "DurableProvider",
     "ExecutorInUse",
+    "MissingApprovalKey",
     "RefusedRow",
     "RunInfo",
     "Runs",

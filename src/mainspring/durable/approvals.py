@@ -13,7 +13,9 @@ A decision names the run, the call id **and the digest of the call's exact argum
 decide a later ``git push --force`` sent under the same id. A decision that arrives
 before its call asks (or for a later call) is kept until that call asks; a message that
 is not a well-formed decision (``decision`` other than ``"allow"``/``"deny"``) decides
-nothing.
+nothing. Every decision carries a MAC under the database's approval key, which the
+model's tools never see (:mod:`mainspring.durable.credentials`); one that does not verify
+decides nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dbos import DBOS
 from ..errors import Approval, ApprovalRequest
 from ..hookspecs import hookimpl
 from ..jsonable import to_jsonable
+from .credentials import verify
 from .serialization import RefusedRow
 
 __all__ = [
@@ -80,10 +83,10 @@ def approval_message(
     }
 
 
-def _decision(message: Any) -> tuple[tuple[str, str], Approval] | None:
+def _decision(message: Any, key: bytes, run_id: str) -> tuple[tuple[str, str], Approval] | None:
     """The call (id, digest) a received message decides and its decision; ``None`` for a
-    message that is not a well-formed decision."""
-    if not isinstance(message, dict):
+    message that is not a well-formed decision signed with ``key`` for ``run_id``."""
+    if not isinstance(message, dict) or not key or not verify(key, run_id, message):
         return None
     call, digest = message.get("tool_call_id"), message.get("arguments_sha256")
     decision, reason = message.get("decision"), message.get("reason")
@@ -105,7 +108,8 @@ class DurableApprover:
     PLUGIN_NAME = "durable-approvals"
     CAPABILITIES = ("approve",)
 
-    def __init__(self) -> None:
+    def __init__(self, key: bytes) -> None:
+        self.key = key
         self.kept: dict[tuple[str, str], Approval] = {}
 
     @hookimpl(trylast=True)
@@ -136,9 +140,12 @@ class DurableApprover:
                 break
             if message is None:
                 break
-            decided = _decision(message)
+            decided = _decision(message, self.key, str(DBOS.workflow_id))
             if decided is None:
-                DBOS.logger.warning(f"run {DBOS.workflow_id}: ignored a malformed decision")
+                DBOS.logger.warning(
+                    f"run {DBOS.workflow_id}: ignored a decision that is malformed or not "
+                    "signed with the approval key"
+                )
                 continue
             key, approval = decided
             if key in waiting:

@@ -42,12 +42,22 @@ WORKFLOW_NAME = "mainspring.run"
 
 
 def data_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The user's data directory for mainspring (not created here)."""
+    """The user's data directory for mainspring (not created here); ``ValueError`` when
+    the environment names none."""
     env = os.environ if environ is None else environ
     chosen = env.get("MAINSPRING_DATA_DIR")
     if chosen:
         return Path(chosen).expanduser()
-    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    base = env.get("XDG_DATA_HOME") or (
+        os.path.join(env["HOME"], ".local", "share") if env.get("HOME") else None
+    )
+    if base is None:
+        # never the account's home from the password database: a process whose
+        # environment names no data directory (the coding tools' shell) finds none
+        raise ValueError(
+            "no data directory: set MAINSPRING_DATA_DIR, XDG_DATA_HOME or HOME, or give "
+            "the database URL (--database, MAINSPRING_DATABASE_URL)"
+        )
     return Path(base) / "mainspring"
 
 

@@ -27,6 +27,7 @@ from .config import (
     is_sqlite,
     secure_sqlite_file,
 )
+from .credentials import load_approval_key, sign
 from .journal import Journal
 from .serialization import JSON_ROWS
 
@@ -136,11 +137,14 @@ class Runs:
 
         Without ``arguments`` the call must be waiting (its ``tool_approval_request`` is
         journaled and undecided); with them the decision may be sent before the call asks,
-        and decides only a call with exactly these arguments. ``KeyError`` for an unknown
-        run; :class:`ApprovalRefused` for a settled run, a call that is not waiting, or
-        one already decided; ``ValueError`` for a decision other than allow/deny.
+        and decides only a call with exactly these arguments. The decision is signed with
+        the database's approval key (:mod:`mainspring.durable.credentials`). ``KeyError``
+        for an unknown run; :class:`ApprovalRefused` for a settled run, a call that is not
+        waiting, or one already decided; ``MissingApprovalKey`` without the key;
+        ``ValueError`` for a decision other than allow/deny.
         """
         approval_message(tool_call_id, "", decision, reason, remember)  # checks first
+        key = load_approval_key(self.url)
         info = self.get(run_id)
         if info.finished:
             raise ApprovalRefused(f"run {run_id} has settled; it has no call to decide")
@@ -171,6 +175,7 @@ class Runs:
                 "a call before it asks, give its exact arguments"
             )
         message = approval_message(tool_call_id, digest, decision, reason, remember)
+        message["mac"] = sign(key, run_id, message)
         self.client.send(run_id, message, APPROVAL_TOPIC)
 
     def _info(self, status: Any) -> RunInfo:

@@ -22,6 +22,7 @@ from dbos import DBOS
 
 from ..kernel.agent import Agent
 from .config import DEFAULT_QUEUE, database_url, dbos_config, is_sqlite, secure_sqlite_file
+from .credentials import load_approval_key
 from .executors import ExecutorLease, lease_executor_id
 from .journal import Journal
 from .workflow import RUNTIME, AgentFactory, default_factory
@@ -53,8 +54,10 @@ def start_worker(
     resolved = database_url(url)
     if is_sqlite(resolved):
         secure_sqlite_file(resolved)
+    approval_key = load_approval_key(resolved, create=True)
     lease = lease_executor_id(resolved, executor_id)
     try:
+        RUNTIME.approval_key = approval_key
         RUNTIME.journal = Journal(resolved)
         RUNTIME.factory = factory or default_factory
         RUNTIME.listen = listen

@@ -60,6 +60,8 @@ class Runtime:
     """Called with each run's agent and run id, after the journal subscribed: subscribe
     listeners here (they see the events the journal has not seen before)."""
     active: dict[str, Agent] = field(default_factory=dict)
+    approval_key: bytes = b""
+    """The key decisions must be signed with (:mod:`mainspring.durable.credentials`)."""
 
 
 RUNTIME = Runtime()
@@ -110,7 +112,7 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
         if recorded != described:
             # the worker's plugins or config changed since the run started: say so, go on
             DBOS.logger.warning(f"run {run_id}: configuration differs from the recorded one")
-        agent.plugins.pm.register(DurableApprover(), name="durable-approvals")
+        agent.plugins.pm.register(DurableApprover(RUNTIME.approval_key), name="durable-approvals")
         for tool in agent.state.tools:
             durable_tool(tool)  # in place: gates see the objects the plugins registered
         bind_run(checkpoints)
