@@ -80,3 +80,19 @@ def test_checkpoints_keep_the_redacted_result_never_the_raw_one(workers: Any) ->
         path = Path(workers.url.split("///", 1)[1])
         modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in path.parent.glob(path.name + "*")}
         assert set(modes.values()) == {0o600}, modes
+
+
+def test_the_journal_of_a_reply_is_at_most_three_times_its_size(workers: Any) -> None:
+    with Runs(workers.url) as runs:
+        run_id = runs.submit("Long reply, please.")
+        workers.start("w1")
+        assert runs.result(run_id, timeout_s=120)["reason"] == "stop"
+        updates = [e for e in runs.events(run_id) if e["type"] == "message_update"]
+        streamed = runs.journal.row_bytes(run_id, ("message_update", "message_end"))
+        stored = runs.journal.row_bytes(run_id)
+    reply = "".join(e["delta"].get("text", "") for e in updates)
+    assert reply == "z" * 8000
+    assert len(updates) >= 1000  # the faux model streams 8 characters a delta
+    # the deltas and the whole message once; the run's turn_end and agent_end repeat it
+    assert streamed <= 3 * len(reply), streamed
+    assert stored <= 6 * len(reply), stored

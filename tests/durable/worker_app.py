@@ -79,6 +79,9 @@ def _replies(messages: Any) -> int:
 
 def _reply(request: Any) -> Any:
     """The scripted model: turn ``k`` calls a tool, the last turn answers."""
+    first = request.messages[0] if request.messages else None
+    if isinstance(first, UserMessage) and str(first.content).startswith("Long reply"):
+        return faux.reply(faux.text("z" * LONG_REPLY))
     turn = _replies(request.messages)
     if turn < TURNS:
         tool = "append" if turn % 2 else "note"
@@ -88,6 +91,9 @@ def _reply(request: Any) -> Any:
         )
     return faux.reply(faux.text("All done: " + "y" * 60))
 
+
+LONG_REPLY = 8000
+"""A run whose prompt starts with "Long reply" gets one text reply this long."""
 
 STREAM_STOP = 3
 """With ``CRASH=stream``, the second reply stops after this many deltas."""

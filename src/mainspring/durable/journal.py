@@ -14,14 +14,16 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from ..events import event_to_dict
+from ..providers.base import TextDelta
 from .config import is_sqlite
+from .steps import delta_to_dict
 
 __all__ = ["Journal"]
 
@@ -43,6 +45,27 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _body(event: Any) -> str:
+    """The journal row's body of ``event``: a ``message_update`` as ``[turn, delta]``
+    (a text delta as its text alone), any other event whole."""
+    if event.type == "message_update":
+        delta = event.delta
+        kept = delta.text if isinstance(delta, TextDelta) else delta_to_dict(delta)
+        return json.dumps([event.turn, kept], ensure_ascii=False, separators=(",", ":"))
+    data = event_to_dict(event)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _event(run_id: str, seq: int, kind: str, body: str) -> dict[str, Any]:
+    """The JSON dict of a journal row (a ``message_update`` without its partial message)."""
+    data = json.loads(body)
+    if kind != "message_update":
+        return cast(dict[str, Any], data)
+    turn, kept = data
+    delta = {"type": "text_delta", "text": kept} if isinstance(kept, str) else kept
+    return {"type": kind, "seq": seq, "run_id": run_id, "turn": turn, "delta": delta}
 
 
 class Journal:
@@ -76,12 +99,11 @@ class Journal:
 
     def append(self, event: Any) -> None:
         """Journal one event (an event already journaled under its ``seq`` is kept)."""
-        data = event_to_dict(event)
         row = {
             "run_id": event.run_id,
             "seq": event.seq,
             "type": event.type,
-            "body": json.dumps(data, ensure_ascii=False, separators=(",", ":")),
+            "body": _body(event),
         }
         insert = (sqlite_insert if self.sqlite else postgresql_insert)(_EVENTS).values(**row)
         with self._lock, self.engine.begin() as connection:
@@ -91,14 +113,25 @@ class Journal:
         """:meth:`append` off the event loop."""
         await asyncio.to_thread(self.append, event)
 
+    def row_bytes(self, run_id: str, types: tuple[str, ...] | None = None) -> int:
+        """The bytes of the run's journal rows (their bodies), of ``types`` only if given."""
+        query = sa.select(sa.func.sum(sa.func.length(_EVENTS.c.body))).where(
+            _EVENTS.c.run_id == run_id
+        )
+        if types is not None:
+            query = query.where(_EVENTS.c.type.in_(types))
+        with self.engine.connect() as connection:
+            return int(connection.execute(query).scalar() or 0)
+
     def read_events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[Any]:
         """The run's journaled events with ``seq > after_seq``, in order, as JSON dicts."""
         query = (
-            sa.select(_EVENTS.c.body)
+            sa.select(_EVENTS.c.seq, _EVENTS.c.type, _EVENTS.c.body)
             .where(_EVENTS.c.run_id == run_id, _EVENTS.c.seq > after_seq)
             .order_by(_EVENTS.c.seq)
         )
         if limit is not None:
             query = query.limit(limit)
         with self.engine.connect() as connection:
-            return [json.loads(body) for (body,) in connection.execute(query)]
+            rows = connection.execute(query).all()
+        return [_event(run_id, seq, kind, body) for seq, kind, body in rows]

@@ -57,6 +57,7 @@ __all__ = [
     "DurableProvider",
     "RunCheckpoints",
     "bind_run",
+    "delta_to_dict",
     "durable_tool",
     "in_workflow",
     "step",
@@ -101,7 +102,8 @@ async def step(name: str, function: Callable[..., Coroutine[Any, Any, T]], *args
     return result
 
 
-def _dump_delta(delta: StreamEvent) -> dict[str, Any]:
+def delta_to_dict(delta: StreamEvent) -> dict[str, Any]:
+    """A stream delta as JSON (what a request's checkpoint and the journal keep)."""
     data = {item.name: getattr(delta, item.name) for item in dataclasses.fields(delta)}
     if isinstance(delta, UsageReport):
         data["usage"] = delta.usage.model_dump(mode="json")
@@ -246,7 +248,7 @@ class DurableProvider:
                         delta = await anext(inner)
                     except StopAsyncIteration:
                         break
-                    deltas.append(_dump_delta(delta))
+                    deltas.append(delta_to_dict(delta))
                     live.put_nowait(delta)
                     if isinstance(delta, StreamDone):
                         break  # the reply is complete: checkpoint it now
