@@ -126,7 +126,7 @@ def _journal_bytes(url: str) -> tuple[int, int]:
             sizes = runs.journal.row_bytes(run_id)
     finally:
         stop_worker()
-    reply = sum(len(e["delta"]["text"]) for e in events if e["type"] == "message_update")
+    reply = sum(len(e["delta"].get("text", "")) for e in events if e["type"] == "message_update")
     return sizes, reply
 
 

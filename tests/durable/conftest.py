@@ -80,6 +80,10 @@ class Cluster:
             shutil.chown(self.root, "postgres", "postgres")
         os.chmod(self.root, 0o700)
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust")
+        self.start()
+
+    def start(self) -> None:
+        """Start the server (again, after :meth:`pause`), waiting until it accepts."""
         self._run(
             str(self.bin / "pg_ctl"),
             "-D",
@@ -92,6 +96,10 @@ class Cluster:
             "-c max_connections=300 -c fsync=off",
             "start",
         )
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data (every connection is lost)."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def _run(self, *command: str) -> None:
         subprocess.run([*self.as_postgres, *command], check=True, capture_output=True, timeout=120)

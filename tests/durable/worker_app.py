@@ -155,6 +155,9 @@ def _tool(name: str, idempotent: bool, point: str, stop_in: str) -> mainspring.T
         _log(f"{ctx.tool_call_id} {name} start {run}".strip())
         if ctx.tool_call_id == stop_in and _crash_here(point):
             await _forever()
+        if os.environ.get("HOLD") == ctx.tool_call_id:
+            # the test says when, writing to the FIFO DIR/go (it stops the database first)
+            await asyncio.to_thread((DIR / "go").read_text)
         ctx.update({"progress": args["text"][:6]})
         _log(f"{ctx.tool_call_id} {name} done {run}".strip())
         return f"{name} ok: {args['text'][:7]}"

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
+import time
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -39,12 +41,33 @@ _EVENTS = sa.Table(
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
-    """WAL without a sync per commit: a crash of the process loses nothing (the OS has
-    the pages); a power cut may lose the last events, which are then delivered again."""
+    """No sync per commit (the file is in WAL mode, set when it was made): a crash of the
+    process loses nothing (the OS has the pages); a power cut may lose the last events,
+    which are then delivered again."""
     cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+RETRY_WINDOW_S = float(os.environ.get("MAINSPRING_DATABASE_RETRY_S", "60"))
+"""How long a journal write is retried while the database is unreachable (seconds;
+``MAINSPRING_DATABASE_RETRY_S``)."""
+
+
+def _retrying(write: Any, window_s: float) -> None:
+    """Run ``write()``; on a lost connection (``OperationalError``, ``InterfaceError``)
+    retry with a growing pause, up to ``window_s`` seconds, then raise the last error."""
+    deadline = time.monotonic() + window_s
+    pause = 0.05
+    while True:
+        try:
+            write()
+            return
+        except (sa.exc.OperationalError, sa.exc.InterfaceError):
+            if time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)  # in a worker thread: the run waits, the loop does not
+            pause = min(pause * 2, 2.0)
 
 
 def _body(event: Any) -> str:
@@ -71,7 +94,8 @@ def _event(run_id: str, seq: int, kind: str, body: str) -> dict[str, Any]:
 class Journal:
     """The event table of one database (created on first use)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, retry_window_s: float = RETRY_WINDOW_S) -> None:
+        self.retry_window_s = retry_window_s
         self.sqlite = is_sqlite(url)
         if self.sqlite:
             self.engine = sa.create_engine(url, connect_args={"timeout": 60})
@@ -81,10 +105,16 @@ class Journal:
                 url.replace("postgresql://", "postgresql+psycopg://", 1),
                 pool_size=4,
                 pool_recycle=300,
+                pool_pre_ping=True,  # a connection lost with a database restart is replaced
             )
         self._lock = threading.Lock()
-        with self.engine.begin() as connection:
-            _METADATA.create_all(connection, checkfirst=True)
+        try:
+            with self.engine.begin() as connection:
+                _METADATA.create_all(connection, checkfirst=True)
+        except sa.exc.DBAPIError:
+            # another process created the table between the check and the creation
+            with self.engine.begin() as connection:
+                _METADATA.create_all(connection, checkfirst=True)
 
     def close(self) -> None:
         """Release the connections."""
@@ -105,9 +135,14 @@ class Journal:
             "type": event.type,
             "body": _body(event),
         }
-        insert = (sqlite_insert if self.sqlite else postgresql_insert)(_EVENTS).values(**row)
-        with self._lock, self.engine.begin() as connection:
-            connection.execute(insert.on_conflict_do_nothing())
+        statement = (sqlite_insert if self.sqlite else postgresql_insert)(_EVENTS)
+        insert = statement.values(**row).on_conflict_do_nothing()
+
+        def write() -> None:
+            with self._lock, self.engine.begin() as connection:
+                connection.execute(insert)
+
+        _retrying(write, self.retry_window_s)
 
     async def append_async(self, event: Any) -> None:
         """:meth:`append` off the event loop."""

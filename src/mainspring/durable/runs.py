@@ -23,6 +23,7 @@ from .config import (
     APP_VERSION,
     DEFAULT_QUEUE,
     WORKFLOW_NAME,
+    check_database,
     database_url,
     is_sqlite,
     secure_sqlite_file,
@@ -75,6 +76,7 @@ class Runs:
         self.url = database_url(url)
         if is_sqlite(self.url):
             secure_sqlite_file(self.url)
+        check_database(self.url)  # a misspelled name is an error, never a new database
         # a client never creates the schema; the first user of a database does
         run_dbos_database_migrations(self.url)
         self.client = DBOSClient(
@@ -103,10 +105,15 @@ class Runs:
         queue: str = DEFAULT_QUEUE,
         run_id: str | None = None,
     ) -> str:
-        """Enqueue a run of ``prompt``; its id. Submitting an id again returns it again."""
-        if not isinstance(prompt, str) or not prompt:
-            raise ValueError("a run needs a non-empty prompt")
+        """Enqueue a run of ``prompt``; its id. Submitting an id again with the same
+        prompt returns it again; with another prompt is a ``ValueError``."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError("a run needs a prompt that is not empty")
         chosen = run_id or uuid.uuid4().hex[:16]
+        if run_id is not None:
+            found = self.client.list_workflows(workflow_ids=[run_id], name=WORKFLOW_NAME)
+            if found and _spec(found[0].input).get("prompt") != prompt:
+                raise ValueError(f"run {run_id} exists with another prompt; choose another id")
         spec = {
             "prompt": prompt,
             "model": model,
@@ -177,6 +184,12 @@ class Runs:
         message = approval_message(tool_call_id, digest, decision, reason, remember)
         message["mac"] = sign(key, run_id, message)
         self.client.send(run_id, message, APPROVAL_TOPIC)
+
+    def cancel(self, run_id: str) -> None:
+        """Cancel a run that has not settled (it stops at its next step); ``KeyError``
+        for an unknown run, :class:`ApprovalRefused` never: a settled run is left as is."""
+        if not self.get(run_id).finished:
+            self.client.cancel_workflow(run_id)
 
     def _info(self, status: Any) -> RunInfo:
         spec = _spec(status.input)

@@ -21,7 +21,14 @@ from typing import Any
 from dbos import DBOS
 
 from ..kernel.agent import Agent
-from .config import DEFAULT_QUEUE, database_url, dbos_config, is_sqlite, secure_sqlite_file
+from .config import (
+    DEFAULT_QUEUE,
+    check_database,
+    database_url,
+    dbos_config,
+    is_sqlite,
+    secure_sqlite_file,
+)
 from .credentials import load_approval_key
 from .executors import ExecutorLease, lease_executor_id
 from .journal import Journal
@@ -42,18 +49,23 @@ def start_worker(
     executor_id: str | None = None,
     factory: AgentFactory | None = None,
     listen: Callable[[Agent, str], None] | None = None,
-) -> None:
+    create_database: bool = False,
+    report: Callable[[str], None] | None = None,
+) -> str:
     """Launch DBOS in this process as a worker of ``queue`` (returns once it runs).
 
     ``factory`` builds each run's agent (the default: installed plugins, settings, the
-    run's model); ``listen(agent, run_id)`` may subscribe listeners to each run. One
-    worker per process; :func:`stop_worker` shuts it down.
+    run's model); ``listen(agent, run_id)`` may subscribe listeners to each run;
+    ``report`` is told a line as each run starts and settles. A PostgreSQL database
+    that does not exist is a ``ValueError`` unless ``create_database``. Returns the
+    executor id. One worker per process; :func:`stop_worker` shuts it down.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     resolved = database_url(url)
     if is_sqlite(resolved):
         secure_sqlite_file(resolved)
+    check_database(resolved, create=create_database)
     approval_key = load_approval_key(resolved, create=True)
     lease = lease_executor_id(resolved, executor_id)
     try:
@@ -61,6 +73,7 @@ def start_worker(
         RUNTIME.journal = Journal(resolved)
         RUNTIME.factory = factory or default_factory
         RUNTIME.listen = listen
+        RUNTIME.report = report
         DBOS(config=dbos_config(resolved, lease.executor_id))  # type: ignore[arg-type]
         DBOS.launch()
         DBOS.register_queue(
@@ -73,6 +86,7 @@ def start_worker(
         lease.release()
         raise
     _LEASE.append(lease)
+    return lease.executor_id
 
 
 def stop_worker() -> None:
@@ -86,10 +100,17 @@ def stop_worker() -> None:
         _LEASE.pop().release()
 
 
-def run_worker(stop: threading.Event | None = None, **options: Any) -> None:
-    """:func:`start_worker`, then serve until SIGTERM/SIGINT (or ``stop`` is set)."""
+def run_worker(
+    stop: threading.Event | None = None,
+    ready: Callable[[str], None] | None = None,
+    **options: Any,
+) -> None:
+    """:func:`start_worker`, then serve until SIGTERM/SIGINT (or ``stop`` is set);
+    ``ready`` is called with the executor id once the worker serves."""
     done = stop or threading.Event()
-    start_worker(**options)
+    executor_id = start_worker(**options)
+    if ready is not None:
+        ready(executor_id)
     previous = {}
     for number in (signals.SIGTERM, signals.SIGINT):
         with contextlib.suppress(ValueError):  # not the main thread

@@ -60,6 +60,8 @@ class Runtime:
     """Called with each run's agent and run id, after the journal subscribed: subscribe
     listeners here (they see the events the journal has not seen before)."""
     active: dict[str, Agent] = field(default_factory=dict)
+    report: Callable[[str], None] | None = None
+    """Told one line when a run starts and when it settles (``mainspring worker``)."""
     approval_key: bytes = b""
     """The key decisions must be signed with (:mod:`mainspring.durable.credentials`)."""
 
@@ -122,7 +124,13 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
         if RUNTIME.listen is not None:
             RUNTIME.listen(agent, run_id)
         RUNTIME.active[run_id] = agent
+        if RUNTIME.report is not None:
+            RUNTIME.report(f"run {run_id} started ({'resumed' if delivered else 'new'})")
         end = await agent.prompt(spec["prompt"])
+        if RUNTIME.report is not None:
+            RUNTIME.report(
+                f"run {run_id} settled: {end.reason}, {agent.state.turns_completed} turns"
+            )
         if failures:
             raise failures[0]
         state = agent.state
