@@ -159,6 +159,14 @@ def test_the_worker_reports_and_runs_are_waited_for_followed_and_cancelled(
         cancelled = _cli("runs", "cancel", waiting, "--database", workers.url)
         assert cancelled.returncode == 0, cancelled.stderr
         workers.wait(lambda: runs.get(waiting).status == "CANCELLED", 60, "the cancellation")
+        again = _cli("runs", "resume", waiting, "--database", workers.url)
+        assert again.returncode == 0, again.stderr
+        workers.wait(lambda: runs.get(waiting).status == "PENDING", 60, "the resumed run")
+        runs.approve(waiting, "c1", "allow", reason="after the resume")
+        assert runs.result(waiting, timeout_s=120)["reason"] == "stop"
+        decisions = [e for e in runs.events(waiting) if e["type"] == "tool_decision"]
+        assert [e["reason"] for e in decisions if e["tool_call_id"] == "c1"] == ["after the resume"]
+        _refused(_cli("runs", "resume", waiting, "--database", workers.url), "not cancelled")
     waited = _cli("submit", "Long reply, please.", "--wait", "--database", workers.url)
     assert waited.returncode == 0, waited.stderr
     run_id, text = waited.stdout.splitlines()[:2]

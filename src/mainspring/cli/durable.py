@@ -7,8 +7,8 @@
   and prints its id (``--wait``: then follows it to the end).
 - ``runs [list] [--json] [--limit N]``, ``runs show ID [--json] [--events]``,
   ``runs follow ID`` (its events, live, as JSON lines, until it settles), ``runs cancel
-  ID`` and ``runs approve ID CALL_ID (--allow | --deny) [--arguments JSON] [--reason R]
-  [--remember tool|call]``.
+  ID``, ``runs resume ID`` (a cancelled run) and ``runs approve ID CALL_ID (--allow |
+  --deny) [--arguments JSON] [--reason R] [--remember tool|call]``.
 
 All take ``--database URL`` (default: ``MAINSPRING_DATABASE_URL``, else SQLite in the data
 directory). They need the ``durable`` extra (``pip install "mainspring[durable]"``); DBOS
@@ -58,7 +58,10 @@ def add_durable_commands(commands: Any) -> None:
     submit.add_argument("--wait", action="store_true", help="follow the run to its end")
     runs = commands.add_parser("runs", help="list durable runs, show one, approve a call")
     runs.add_argument(
-        "action", nargs="?", default="list", choices=("list", "show", "follow", "cancel", "approve")
+        "action",
+        nargs="?",
+        default="list",
+        choices=("list", "show", "follow", "cancel", "resume", "approve"),
     )
     runs.add_argument("id", nargs="?", default=None, help="the run (show, approve)")
     runs.add_argument("call_id", nargs="?", default=None, help="the tool call (approve)")
@@ -132,6 +135,10 @@ def _command(args: argparse.Namespace) -> int:
         if args.action == "cancel":
             runs.cancel(args.id)
             print(f"cancelled run {args.id}")
+            return 0
+        if args.action == "resume":
+            runs.resume(args.id)
+            print(f"resumed run {args.id}")
             return 0
         return _show(runs, args)
 

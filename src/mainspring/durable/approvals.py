@@ -32,6 +32,7 @@ from ..hookspecs import hookimpl
 from ..jsonable import to_jsonable
 from .credentials import verify
 from .serialization import RefusedRow
+from .steps import CheckpointError, RunCheckpoints
 
 __all__ = [
     "APPROVAL_TOPIC",
@@ -108,8 +109,9 @@ class DurableApprover:
     PLUGIN_NAME = "durable-approvals"
     CAPABILITIES = ("approve",)
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, checkpoints: RunCheckpoints | None = None) -> None:
         self.key = key
+        self.checkpoints = checkpoints
         self.kept: dict[tuple[str, str], Approval] = {}
 
     @hookimpl(trylast=True)
@@ -138,6 +140,11 @@ class DurableApprover:
                 # what is undecided is blocked, as at the deadline
                 DBOS.logger.warning(f"run {DBOS.workflow_id}: {error}")
                 break
+            except Exception as error:  # cancelled, taken over, or the database is gone
+                failed = CheckpointError(f"the approval wait failed: {error}")
+                if self.checkpoints is not None:
+                    self.checkpoints.fail(failed)
+                raise failed from error
             if message is None:
                 break
             decided = _decision(message, self.key, str(DBOS.workflow_id))

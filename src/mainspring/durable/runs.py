@@ -187,9 +187,17 @@ class Runs:
 
     def cancel(self, run_id: str) -> None:
         """Cancel a run that has not settled (it stops at its next step); ``KeyError``
-        for an unknown run, :class:`ApprovalRefused` never: a settled run is left as is."""
+        for an unknown run; a settled run is left as it is."""
         if not self.get(run_id).finished:
             self.client.cancel_workflow(run_id)
+
+    def resume(self, run_id: str) -> None:
+        """Resume a cancelled run where its checkpoints left it (a worker picks it up);
+        ``KeyError`` for an unknown run, ``ValueError`` for one that was not cancelled."""
+        status = self.get(run_id).status
+        if status != "CANCELLED":
+            raise ValueError(f"run {run_id} is {status.lower()}, not cancelled; nothing to resume")
+        self.client.resume_workflow(run_id)
 
     def _info(self, status: Any) -> RunInfo:
         spec = _spec(status.input)

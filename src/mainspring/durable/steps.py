@@ -57,6 +57,7 @@ __all__ = [
     "DurableProvider",
     "RunCheckpoints",
     "bind_run",
+    "checkpoint_failed",
     "delta_to_dict",
     "durable_tool",
     "in_workflow",
@@ -161,8 +162,16 @@ class RunCheckpoints:
     """
 
     def __init__(self, fail: Callable[[CheckpointError], None]) -> None:
-        self.fail = fail
+        self._report = fail
+        self.failed = False
+        """Set at the first failure: this execution of the run journals nothing more
+        (it was cancelled, taken over, or lost its database; the workflow fails)."""
         self.ending: dict[str, CallEnding] = {}
+
+    def fail(self, failure: CheckpointError) -> None:
+        """A checkpoint failed: stop journaling, and stop the run."""
+        self.failed = True
+        self._report(failure)
 
     async def call_ended(self, tool_call_id: str, result: ToolResult) -> None:
         """The kernel ended a call: checkpoint its final result if its step waits for it."""
@@ -195,12 +204,17 @@ async def _checkpointed(name: str, function: Callable[[], Coroutine[Any, Any, T]
     except asyncio.CancelledError:
         raise
     except Exception as error:
-        failed = CheckpointError(f"the checkpoint of step {name} failed: {error}")
-        run = _RUN.get()
-        if run is not None:
-            run.fail(failed)
-        raise failed from error
+        raise checkpoint_failed(f"step {name}", error) from error
     return result
+
+
+def checkpoint_failed(what: str, error: Exception) -> CheckpointError:
+    """Report that DBOS failed ``what`` (``error``) to the run, which stops; the error."""
+    failed = CheckpointError(f"the checkpoint of {what} failed: {error}")
+    run = _RUN.get()
+    if run is not None:
+        run.fail(failed)
+    return failed
 
 
 class DurableProvider:

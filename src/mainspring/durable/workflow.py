@@ -114,7 +114,8 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
         if recorded != described:
             # the worker's plugins or config changed since the run started: say so, go on
             DBOS.logger.warning(f"run {run_id}: configuration differs from the recorded one")
-        agent.plugins.pm.register(DurableApprover(RUNTIME.approval_key), name="durable-approvals")
+        approver = DurableApprover(RUNTIME.approval_key, checkpoints)
+        agent.plugins.pm.register(approver, name="durable-approvals")
         for tool in agent.state.tools:
             durable_tool(tool)  # in place: gates see the objects the plugins registered
         bind_run(checkpoints)
@@ -154,6 +155,8 @@ def _journaling(
     (the end of a call that ran live once its step checkpointed the final result)."""
 
     async def journal_event(event: Any, signal: Any) -> None:
+        if checkpoints.failed:
+            return  # this execution is over (cancelled, taken over): it journals nothing
         if event.type == "tool_execution_end":
             await checkpoints.call_ended(event.tool_call_id, event.result)
         await journal.append_async(event)
