@@ -20,6 +20,7 @@ decides nothing.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Mapping
@@ -145,6 +146,14 @@ class DurableApprover:
                 if self.checkpoints is not None:
                     self.checkpoints.fail(failed)
                 raise failed from error
+            except asyncio.CancelledError:
+                raise
+            except BaseException as error:  # DBOS: this execution must stop
+                if self.checkpoints is not None and not isinstance(
+                    error, (KeyboardInterrupt, SystemExit)
+                ):
+                    self.checkpoints.fail(error)
+                raise
             if message is None:
                 break
             decided = _decision(message, self.key, str(DBOS.workflow_id))

@@ -60,6 +60,7 @@ __all__ = [
     "checkpoint_failed",
     "delta_to_dict",
     "durable_tool",
+    "execution_over",
     "in_workflow",
     "step",
 ]
@@ -161,15 +162,16 @@ class RunCheckpoints:
     of a call that ran live to its :class:`CallEnding` until the kernel ends the call.
     """
 
-    def __init__(self, fail: Callable[[CheckpointError], None]) -> None:
+    def __init__(self, fail: Callable[[BaseException], None]) -> None:
         self._report = fail
         self.failed = False
         """Set at the first failure: this execution of the run journals nothing more
         (it was cancelled, taken over, or lost its database; the workflow fails)."""
         self.ending: dict[str, CallEnding] = {}
 
-    def fail(self, failure: CheckpointError) -> None:
-        """A checkpoint failed: stop journaling, and stop the run."""
+    def fail(self, failure: BaseException) -> None:
+        """A checkpoint failed (a :class:`CheckpointError`, or DBOS's own signal that this
+        execution must stop: cancelled, or taken over): stop journaling, stop the run."""
         self.failed = True
         self._report(failure)
 
@@ -205,7 +207,20 @@ async def _checkpointed(name: str, function: Callable[[], Coroutine[Any, Any, T]
         raise
     except Exception as error:
         raise checkpoint_failed(f"step {name}", error) from error
+    except BaseException as error:  # DBOS: this execution must stop (cancelled, taken over)
+        execution_over(error)
+        raise
     return result
+
+
+def execution_over(error: BaseException) -> None:
+    """DBOS told this execution of the run to stop (``error``, not an ``Exception``):
+    the run journals nothing more and stops; the workflow ends with ``error``."""
+    if isinstance(error, (KeyboardInterrupt, SystemExit)):
+        return
+    run = _RUN.get()
+    if run is not None:
+        run.fail(error)
 
 
 def checkpoint_failed(what: str, error: Exception) -> CheckpointError:

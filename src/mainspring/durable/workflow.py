@@ -29,7 +29,7 @@ from ..message_json import encode_message
 from .approvals import DurableApprover
 from .config import WORKFLOW_NAME
 from .journal import Journal
-from .steps import CheckpointError, DurableProvider, RunCheckpoints, bind_run, durable_tool
+from .steps import DurableProvider, RunCheckpoints, bind_run, durable_tool
 
 __all__ = ["AgentFactory", "Runtime", "default_factory", "run_workflow"]
 
@@ -95,9 +95,9 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
     journal = RUNTIME.journal
     assert run_id is not None and journal is not None, "start a worker (mainspring.durable)"
     agent = await _build(spec)
-    failures: list[CheckpointError] = []
+    failures: list[BaseException] = []
 
-    def stop(failure: CheckpointError) -> None:
+    def stop(failure: BaseException) -> None:
         # the model never sees a checkpoint failure: the run stops, the workflow fails
         if not failures:
             failures.append(failure)
