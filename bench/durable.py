@@ -3,6 +3,12 @@
 - **Added cost per turn**: a durable run of 21 turns and one of 1 turn (one tool call a
   turn), each from submit to settled on a worker in this process; the difference over 20
   turns, less the in-memory kernel's own per-turn time (same script, no database).
+- **Floor**: a bare DBOS workflow doing the same checkpoints (two steps a turn: a model
+  step returning the reply's deltas, a tool step returning the result), run by the same
+  DBOS instance in the same process, measured the same way; the ratio of the durable
+  run's added cost to it is what mainspring adds over DBOS itself.
+- **Journal bytes per reply**: the journal rows written for one streamed reply of 8,000
+  characters, against the reply's own size.
 - **Recovery**: a worker killed inside turn 10's tool; the time from starting its
   replacement (a new process) to the run settled, and the part of it spent replaying.
 - **Throughput**: 60 one-turn runs queued, then 1 (SQLite, PostgreSQL) or 3 (PostgreSQL)
@@ -46,23 +52,82 @@ async def _in_memory_per_turn(turns: int) -> float:
     return (time.perf_counter() - start) / (turns + 1)
 
 
-def _per_turn(url: str) -> tuple[float, float]:
+_BARE: list[Any] = []
+
+
+def _bare_workflow() -> Any:
+    """The floor: a DBOS workflow of two steps a turn, as a durable turn checkpoints."""
+    if _BARE:
+        return _BARE[0]
+    from dbos import DBOS
+
+    async def model_step(turn: int) -> dict[str, Any]:
+        deltas = [{"type": "text_delta", "text": f"turn {turn}"}]
+        deltas.append({"type": "tool_call_start", "id": f"c{turn}", "name": "tick"})
+        deltas.append(
+            {"type": "tool_call_delta", "id": f"c{turn}", "arguments_json_fragment": "{}"}
+        )
+        deltas += [{"type": "tool_call_end", "id": f"c{turn}"}, {"type": "done"}]
+        return {"deltas": deltas, "error": None}
+
+    async def tool_step() -> dict[str, Any]:
+        return {"result": {"content": [{"type": "text", "text": "ok"}]}, "updates": 0}
+
+    @DBOS.workflow(name="bench.bare")
+    async def bare(turns: int) -> int:
+        for turn in range(turns):
+            await DBOS.run_step_async({"name": "bench.model"}, model_step, turn)
+            await DBOS.run_step_async({"name": "bench.tool"}, tool_step)
+        await DBOS.run_step_async({"name": "bench.model"}, model_step, turns)
+        return turns
+
+    _BARE.append(bare)
+    return bare
+
+
+def _per_turn(url: str) -> tuple[float, float, float]:
+    """Per turn: the durable run, the in-memory kernel, the bare DBOS floor (seconds)."""
+    from dbos import DBOS
+
     from mainspring.durable import Runs, start_worker, stop_worker
 
+    bare = _bare_workflow()
     start_worker(url=url, factory=factory, executor_id="bench")
     try:
         with Runs(url) as runs:
             runs.result(runs.submit("warm up"), timeout_s=120)
-            times = {}
+            DBOS.start_workflow(bare, 1).get_result()
+            times, floor = {}, {}
             for turns in (1, LONG):
                 start = time.perf_counter()
                 runs.result(runs.submit("go", options={"turns": turns}), timeout_s=300)
                 times[turns] = time.perf_counter() - start
+                start = time.perf_counter()
+                DBOS.start_workflow(bare, turns).get_result()
+                floor[turns] = time.perf_counter() - start
     finally:
         stop_worker()
     durable = (times[LONG] - times[1]) / (LONG - 1)
+    bare_turn = (floor[LONG] - floor[1]) / (LONG - 1)
     memory = asyncio.run(_in_memory_per_turn(LONG))
-    return durable, memory
+    return durable, memory, bare_turn
+
+
+def _journal_bytes(url: str) -> tuple[int, int]:
+    """The journal bytes of one 8,000-character streamed reply, and the reply's size."""
+    from mainspring.durable import Runs, start_worker, stop_worker
+
+    start_worker(url=url, factory=factory, executor_id="bench-journal")
+    try:
+        with Runs(url) as runs:
+            run_id = runs.submit("long", options={"turns": 0, "reply_chars": 8000})
+            runs.result(run_id, timeout_s=300)
+            events = runs.events(run_id)
+            sizes = runs.journal.row_bytes(run_id)
+    finally:
+        stop_worker()
+    reply = sum(len(e["delta"].get("text", "")) for e in events if e["type"] == "message_update")
+    return sizes, reply
 
 
 def _spawn(directory: Path, url: str, executor: str, **env: str) -> subprocess.Popen[bytes]:
@@ -132,10 +197,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.postgres:
             databases["PostgreSQL"] = args.postgres
         for name, url in databases.items():
-            durable, memory = _per_turn(url)
+            durable, memory, bare = _per_turn(url)
+            added = durable - memory
             rows.append((f"{name}: per turn, durable", f"{durable * 1000:.1f} ms"))
             rows.append((f"{name}: per turn, in memory", f"{memory * 1000:.2f} ms"))
-            rows.append((f"{name}: added per turn", f"{(durable - memory) * 1000:.1f} ms"))
+            rows.append((f"{name}: added per turn", f"{added * 1000:.1f} ms"))
+            rows.append((f"{name}: bare DBOS floor per turn", f"{bare * 1000:.1f} ms"))
+            rows.append((f"{name}: added / floor", f"{added / bare:.2f}x"))
+            journal, reply = _journal_bytes(url)
+            rows.append((f"{name}: journal bytes / reply chars", f"{journal / reply:.2f}"))
             work = root / name
             work.mkdir()
             rows.append((f"{name}: recovery, restart to settled", f"{_recovery(url, work):.2f} s"))

@@ -21,12 +21,12 @@ DIR = Path(sys.argv[1]) if __name__ == "__main__" else Path(".")
 CRASH_AT = int(os.environ.get("CRASH_AT", "-1"))
 
 
-def _script(turns: int) -> Any:
+def _script(turns: int, reply_chars: int) -> Any:
     def reply(request: Any) -> Any:
         turn = sum(1 for m in request.messages if getattr(m, "role", None) == "assistant")
         if turn < turns:
             return faux.reply(faux.text(f"turn {turn}"), faux.tool_call("tick", {}, f"c{turn}"))
-        return faux.reply(faux.text("done"))
+        return faux.reply(faux.text("done" if not reply_chars else "y" * reply_chars))
 
     return reply
 
@@ -40,11 +40,12 @@ async def _tick(args: Any, ctx: Any) -> str:
 
 def factory(spec: dict[str, Any]) -> Agent:
     """A scripted agent with one tool."""
-    turns = int(spec.get("options", {}).get("turns", 1))
+    options = spec.get("options", {})
+    turns, reply_chars = int(options.get("turns", 1)), int(options.get("reply_chars", 0))
     schema: dict[str, Any] = {"type": "object", "properties": {}}
     return Agent(
         model="faux:bench",
-        provider=FauxProvider([_script(turns)] * (turns + 2)),
+        provider=FauxProvider([_script(turns, reply_chars)] * (turns + 2), chunk_size=20),
         tools=[mainspring.Tool("tick", "tick", schema, _tick)],
         autoload=False,
         settings=Settings(),

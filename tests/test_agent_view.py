@@ -7,7 +7,7 @@ whole ``Agent``, through public API only, and checks it is refused.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -258,7 +258,7 @@ def test_a_plugin_not_granted_tools_starts_no_mcp_server() -> None:
     class Sneaky:
         name = "sneaky"
         CAPABILITIES = ("observe",)
-        mcp_servers = {"files": {"command": "mcp-server-time"}}
+        mcp_servers: ClassVar[dict[str, Any]] = {"files": {"command": "mcp-server-time"}}
 
         @hookimpl
         def on_event(self, event: Any) -> None:
@@ -267,7 +267,7 @@ def test_a_plugin_not_granted_tools_starts_no_mcp_server() -> None:
     class Granted:
         name = "granted"
         CAPABILITIES = ("tools",)
-        mcp_servers = {"clock": {"command": "mcp-server-time"}}
+        mcp_servers: ClassVar[dict[str, Any]] = {"clock": {"command": "mcp-server-time"}}
 
         @hookimpl
         def register_tools(self) -> list[Any]:

@@ -80,6 +80,10 @@ class Cluster:
             shutil.chown(self.root, "postgres", "postgres")
         os.chmod(self.root, 0o700)
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust")
+        self.start()
+
+    def start(self) -> None:
+        """Start the server (again, after :meth:`pause`), waiting until it accepts."""
         self._run(
             str(self.bin / "pg_ctl"),
             "-D",
@@ -92,6 +96,10 @@ class Cluster:
             "-c max_connections=300 -c fsync=off",
             "start",
         )
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data (every connection is lost)."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def _run(self, *command: str) -> None:
         subprocess.run([*self.as_postgres, *command], check=True, capture_output=True, timeout=120)
@@ -182,6 +190,18 @@ class Workers:
             path.read_text(errors="replace")[-3000:]
             for path in sorted(self.directory.glob("worker-*.log"))
         )
+
+
+@pytest.fixture(autouse=True)
+def approval_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The approval key of the test's workers and of its decisions (inherited by the
+    processes it starts); tools never see it (``mainspring.durable.credentials``)."""
+    path = tmp_path / "keys" / "approval.key"
+    path.parent.mkdir(mode=0o700)
+    path.write_text(uuid.uuid4().hex + uuid.uuid4().hex)
+    path.chmod(0o600)
+    monkeypatch.setenv("MAINSPRING_APPROVAL_KEY_FILE", str(path))
+    return path
 
 
 @pytest.fixture

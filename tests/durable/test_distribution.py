@@ -2,7 +2,10 @@
 
 Every run completes exactly once: each settles once with the scripted outcome, each
 checkpointed tool call ran once, and no run was executed by two workers at once (a run
-moves to another process only when the one running it was killed).
+moves to another process only when the one running it was killed). A call's checkpoint
+is its final result, written when the kernel ends the call: a call of the idempotent
+tool that returned in the killed worker before that may run again; the non-idempotent
+tool's never does.
 """
 
 from __future__ import annotations
@@ -48,8 +51,13 @@ def test_runs_spread_over_workers_complete_exactly_once_when_one_dies(workers: A
     for (run_id, call), seen in calls.items():
         done = [pid for what, pid in seen if what == "done"]
         starts = [pid for what, pid in seen if what == "start"]
-        assert len(done) <= 1, (run_id, call, seen)
-        # a second start only after the first process was killed mid-call
+        # done more than once only for a call the killed worker ran and never checkpointed
+        assert len(done) <= 1 or done[:-1] == [victim.pid] * (len(done) - 1), (
+            run_id,
+            call,
+            seen,
+        )
+        # a second start only after the first process was killed in the call
         if len(starts) > 1:
             assert starts[:-1] == [victim.pid] * (len(starts) - 1), (run_id, call, seen)
             assert call != "c1", "the non-idempotent tool ran again"

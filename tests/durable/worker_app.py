@@ -1,6 +1,7 @@
 """A durable worker process for the tests: a scripted model, tools that append to a file.
 
-Run as ``python worker_app.py DIR URL EXECUTOR_ID [CRASH]``. Every run follows the same
+Run as ``python worker_app.py DIR URL EXECUTOR_ID [CRASH]`` (``EXECUTOR_ID`` ``""``: the
+default). Once it serves, ``DIR/ready-PID`` holds its executor id. Every run follows the same
 script (a function of the request, so a recovered worker continues it): ``TURNS`` turns
 with one tool call each, then a text reply. ``CRASH`` names where the *first* worker
 stops until the test kills it (a marker file ``DIR/crashed`` says it got there):
@@ -13,7 +14,14 @@ stops until the test kills it (a marker file ``DIR/crashed`` says it got there):
 - ``tool``: inside call ``c2``, of the idempotent tool ``note``;
 - ``tool_once``: inside call ``c1``, of the non-idempotent tool ``append``;
 - ``between``: in a listener of the second ``turn_end``;
-- ``compaction``: inside the compaction before the third request.
+- ``compaction``: inside the compaction before the third request;
+- ``at:TYPE:TURN``: in a listener of the first event of type ``TYPE`` in turn ``TURN``
+  (a step boundary: the step before it is checkpointed, the next one not started).
+
+With ``MODEL=fresh`` the model never repeats itself: every reply has new text and new
+call ids, and after ``StreamDone`` the provider goes on working (as an HTTP provider
+drains its response) until the stream is closed. Each request it answers is logged to
+``DIR/requests.log`` with the reply's id.
 
 Tools write one line per execution to ``DIR/tools.log``: ``RUN CALL start`` and
 ``RUN CALL done``. A listener writes each event it sees to ``DIR/events-<pid>.jsonl``.
@@ -25,6 +33,7 @@ import asyncio
 import json
 import os
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -52,8 +61,8 @@ async def _forever() -> None:
     await asyncio.Event().wait()
 
 
-def _log(line: str) -> None:
-    with open(DIR / "tools.log", "a") as file:
+def _log(line: str, name: str = "tools.log") -> None:
+    with open(DIR / name, "a") as file:
         file.write(line + "\n")
 
 
@@ -70,6 +79,9 @@ def _replies(messages: Any) -> int:
 
 def _reply(request: Any) -> Any:
     """The scripted model: turn ``k`` calls a tool, the last turn answers."""
+    first = request.messages[0] if request.messages else None
+    if isinstance(first, UserMessage) and str(first.content).startswith("Long reply"):
+        return faux.reply(faux.text("z" * LONG_REPLY))
     turn = _replies(request.messages)
     if turn < TURNS:
         tool = "append" if turn % 2 else "note"
@@ -79,6 +91,9 @@ def _reply(request: Any) -> Any:
         )
     return faux.reply(faux.text("All done: " + "y" * 60))
 
+
+LONG_REPLY = 8000
+"""A run whose prompt starts with "Long reply" gets one text reply this long."""
 
 STREAM_STOP = 3
 """With ``CRASH=stream``, the second reply stops after this many deltas."""
@@ -101,6 +116,37 @@ class CrashingProvider:
                 await _forever()  # the listener writes the marker once it saw this delta
 
 
+class FreshProvider:
+    """A model that never says the same thing twice and works after ``StreamDone``."""
+
+    name = "fresh"
+
+    async def stream(self, request: Any, signal: Any) -> AsyncIterator[Any]:
+        from mainspring.providers.base import (
+            StreamDone,
+            TextDelta,
+            ToolCallDelta,
+            ToolCallEnd,
+            ToolCallStart,
+        )
+
+        turn = _replies(request.messages)
+        reply = uuid.uuid4().hex
+        _log(f"{turn} {reply}", "requests.log")
+        for part in (f"Reply {reply} ", f"to turn {turn}."):
+            yield TextDelta(part)
+        if turn < TURNS:
+            tool = "append" if turn % 2 else "note"
+            call = f"call_{reply[:12]}"
+            yield ToolCallStart(call, tool)
+            yield ToolCallDelta(call, json.dumps({"text": f"step {turn} {reply}"}))
+            yield ToolCallEnd(call)
+            yield StreamDone("tool_use")
+        else:
+            yield StreamDone("stop")
+        await _forever()  # the rest of the response, until the stream is closed
+
+
 def _tool(name: str, idempotent: bool, point: str, stop_in: str) -> mainspring.Tool:
     async def execute(args: dict[str, Any], ctx: Any) -> str:
         from dbos import DBOS
@@ -109,6 +155,9 @@ def _tool(name: str, idempotent: bool, point: str, stop_in: str) -> mainspring.T
         _log(f"{ctx.tool_call_id} {name} start {run}".strip())
         if ctx.tool_call_id == stop_in and _crash_here(point):
             await _forever()
+        if os.environ.get("HOLD") == ctx.tool_call_id:
+            # the test says when, writing to the FIFO DIR/go (it stops the database first)
+            await asyncio.to_thread((DIR / "go").read_text)
         ctx.update({"progress": args["text"][:6]})
         _log(f"{ctx.tool_call_id} {name} done {run}".strip())
         return f"{name} ok: {args['text'][:7]}"
@@ -144,6 +193,40 @@ class Compactor:
         return CompactionResult(messages=(summary, *messages[-2:]))
 
 
+NOTE = _tool("note", True, "tool", "c2")
+APPEND = _tool("append", False, "tool_once", "c1")
+"""The tools of every run: one object each, as a plugin registers its tools."""
+
+
+class BlockAppend:
+    """With ``GATE=1``: blocks the calls of the ``APPEND`` object (an identity check)."""
+
+    PLUGIN_NAME = "test-identity-gate"
+    CAPABILITIES = ("gate",)
+
+    @mainspring.hookimpl
+    def before_tool_call(self, tool: mainspring.Tool) -> Any:
+        return mainspring.Block("not this tool object") if tool is APPEND else None
+
+
+class Redactor:
+    """With ``REDACT=1``: every tool result's " ok: " becomes " [REDACTED]: "."""
+
+    PLUGIN_NAME = "test-redactor"
+    CAPABILITIES = ("redact",)
+
+    @mainspring.hookimpl
+    @mainspring.redactor
+    def after_tool_result(self, result: mainspring.ToolResult) -> mainspring.ToolResult:
+        content = tuple(
+            block.model_copy(update={"text": block.text.replace(" ok: ", " [REDACTED]: ")})
+            if getattr(block, "text", None)
+            else block
+            for block in result.content
+        )
+        return result.model_copy(update={"content": content})
+
+
 class AskForAppend:
     """A gate that asks a person about every ``append`` call (with ``ASK=1``)."""
 
@@ -159,9 +242,14 @@ def factory(spec: dict[str, Any]) -> Agent:
     """Each run's agent: the crashing faux model, two tools, the compactor."""
     return Agent(
         model="faux:scripted",
-        provider=CrashingProvider(),
-        tools=[_tool("note", True, "tool", "c2"), _tool("append", False, "tool_once", "c1")],
-        plugins=[Compactor(), *([AskForAppend()] if os.environ.get("ASK") == "1" else [])],
+        provider=FreshProvider() if os.environ.get("MODEL") == "fresh" else CrashingProvider(),
+        tools=[NOTE, APPEND],
+        plugins=[
+            Compactor(),
+            *([AskForAppend()] if os.environ.get("ASK") == "1" else []),
+            *([Redactor()] if os.environ.get("REDACT") == "1" else []),
+            *([BlockAppend()] if os.environ.get("GATE") == "1" else []),
+        ],
         autoload=False,
         settings=Settings.model_validate({"approvals": {"timeout_s": 3600}}),
     )
@@ -186,20 +274,27 @@ def listen(agent: Agent, run_id: str) -> None:
                 _crash_here("stream")
         if event.type == "turn_end" and event.turn == 1 and _crash_here("between"):
             await _forever()
+        if f"at:{event.type}:{event.turn}" == CRASH and _crash_here(CRASH):
+            await _forever()
 
     agent.subscribe(keep)
 
 
 if __name__ == "__main__":
-    from mainspring.durable import run_worker
+    import threading
+
+    from dbos import DBOS
+
+    from mainspring.durable import start_worker
 
     url, executor = sys.argv[2], sys.argv[3]
     concurrency = int(os.environ.get("WORKER_CONCURRENCY", "4"))
-    (DIR / f"ready-{os.getpid()}").write_text("")
-    run_worker(
+    start_worker(
         url=url,
-        executor_id=executor,
+        executor_id=executor or None,  # "": the default, the first free HOST-N
         factory=factory,
         listen=listen,
         concurrency=concurrency,
     )
+    (DIR / f"ready-{os.getpid()}").write_text(DBOS.executor_id)
+    threading.Event().wait()  # until the test kills this process

@@ -1,16 +1,20 @@
 """``mainspring worker``, ``mainspring submit`` and ``mainspring runs``: durable runs.
 
-- ``worker [--queue Q] [--concurrency N] [--global-concurrency N] [--id ID] [--factory M:F]``
-  runs durable runs from a queue until SIGTERM/SIGINT.
-- ``submit PROMPT [--model M] [--system S] [--queue Q] [--id ID]`` enqueues a run and
-  prints its id.
-- ``runs [list] [--json] [--limit N]``, ``runs show ID [--json] [--events]`` and
-  ``runs approve ID CALL_ID (--allow | --deny) [--reason R] [--remember tool|call]``.
+- ``worker [--queue Q] [--concurrency N] [--global-concurrency N] [--id ID] [--factory M:F]
+  [--create-database]`` runs durable runs from a queue until SIGTERM/SIGINT; it prints
+  one line once it serves and one as each run starts and settles.
+- ``submit PROMPT [--model M] [--system S] [--queue Q] [--id ID] [--wait]`` enqueues a run
+  and prints its id (``--wait``: then follows it to the end).
+- ``runs [list] [--json] [--limit N]``, ``runs show ID [--json] [--events]``,
+  ``runs follow ID`` (its events, live, as JSON lines, until it settles), ``runs cancel
+  ID``, ``runs resume ID`` (a cancelled run) and ``runs approve ID CALL_ID (--allow |
+  --deny) [--arguments JSON] [--reason R] [--remember tool|call]``.
 
 All take ``--database URL`` (default: ``MAINSPRING_DATABASE_URL``, else SQLite in the data
 directory). They need the ``durable`` extra (``pip install "mainspring[durable]"``); DBOS
 is imported only when one of them runs. Exit codes: 0 done, 1 the run shown ended in
-error, 2 bad usage, a missing extra or an unknown run.
+error, 2 bad usage, a missing extra, an unknown run or a configuration error (one
+sentence; the traceback with ``--log-level DEBUG``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import datetime
 import importlib
 import json
 import sys
+import time
+import traceback
 from typing import Any
 
 from ..messages import message_text
@@ -36,21 +42,37 @@ def add_durable_commands(commands: Any) -> None:
     worker.add_argument("--queue", default="mainspring", help="the queue to serve")
     worker.add_argument("--concurrency", type=int, default=4, help="runs at once here")
     worker.add_argument("--global-concurrency", type=int, default=None, help="across workers")
-    worker.add_argument("--id", default=None, help="this worker's stable executor id")
+    worker.add_argument(
+        "--id", default=None, help="this worker's executor id (default: the first free HOST-N)"
+    )
     worker.add_argument("--factory", default=None, help="module:function building each agent")
+    worker.add_argument(
+        "--create-database", action="store_true", help="create a missing PostgreSQL database"
+    )
     submit = commands.add_parser("submit", help="enqueue a durable run; prints its id")
     submit.add_argument("prompt")
     submit.add_argument("--model", default=None)
     submit.add_argument("--system", default=None, help="the system prompt")
     submit.add_argument("--queue", default="mainspring")
     submit.add_argument("--id", default=None, help="the run id (default: a new one)")
+    submit.add_argument("--wait", action="store_true", help="follow the run to its end")
     runs = commands.add_parser("runs", help="list durable runs, show one, approve a call")
-    runs.add_argument("action", nargs="?", default="list", choices=("list", "show", "approve"))
+    runs.add_argument(
+        "action",
+        nargs="?",
+        default="list",
+        choices=("list", "show", "follow", "cancel", "resume", "approve"),
+    )
     runs.add_argument("id", nargs="?", default=None, help="the run (show, approve)")
     runs.add_argument("call_id", nargs="?", default=None, help="the tool call (approve)")
     decision = runs.add_mutually_exclusive_group()
     decision.add_argument("--allow", action="store_true", default=None)
     decision.add_argument("--deny", action="store_true", default=None)
+    runs.add_argument(
+        "--arguments",
+        default=None,
+        help="approve: the call's exact arguments (JSON), to decide it before it asks",
+    )
     runs.add_argument("--reason", default=None)
     runs.add_argument("--remember", choices=("tool", "call"), default=None)
     runs.add_argument("--events", action="store_true", help="show: the journaled events")
@@ -67,15 +89,35 @@ def durable_command(args: argparse.Namespace) -> int:
     except ImportError:
         print(_MISSING, file=sys.stderr)
         return 2
+    try:
+        return _command(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # a configuration error: one sentence, exit 2
+        if str(getattr(args, "log_level", "")).upper() == "DEBUG":
+            traceback.print_exc()
+        return _usage(_sentence(error))
+
+
+def _sentence(error: BaseException) -> str:
+    """The first line of an error, as one sentence naming its kind when it is terse."""
+    text = (str(error).strip().splitlines() or [""])[0]
+    if isinstance(error, (ValueError, KeyError)) and text:
+        return text.strip("'\"")
+    return f"the runs database cannot be used: {type(error).__name__}: {text}"[:400]
+
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "worker":
         return _worker(args)
     from ..durable import Runs
 
     with Runs(args.database) as runs:
         if args.command == "submit":
-            print(runs.submit(args.prompt, model=args.model, system_prompt=args.system,
-                              queue=args.queue, run_id=args.id))  # fmt: skip
-            return 0
+            run_id = runs.submit(args.prompt, model=args.model, system_prompt=args.system,
+                                 queue=args.queue, run_id=args.id)  # fmt: skip
+            print(run_id, flush=True)
+            return _follow(runs, run_id) if args.wait else 0
         if args.action == "list":
             return _list(runs, args)
         if not args.id:
@@ -88,11 +130,21 @@ def durable_command(args: argparse.Namespace) -> int:
             return 2
         if args.action == "approve":
             return _approve(runs, args)
+        if args.action == "follow":
+            return _follow(runs, args.id, quiet=False)
+        if args.action == "cancel":
+            runs.cancel(args.id)
+            print(f"cancelled run {args.id}")
+            return 0
+        if args.action == "resume":
+            runs.resume(args.id)
+            print(f"resumed run {args.id}")
+            return 0
         return _show(runs, args)
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from ..durable import run_worker
+    from ..durable import ExecutorInUse, run_worker
 
     factory = None
     if args.factory:
@@ -105,15 +157,57 @@ def _worker(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         print("--concurrency must be at least 1", file=sys.stderr)
         return 2
-    run_worker(
-        url=args.database,
-        queue=args.queue,
-        concurrency=args.concurrency,
-        global_concurrency=args.global_concurrency,
-        executor_id=args.id,
-        factory=factory,
-    )
+
+    def say(line: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
+
+    def ready(executor_id: str) -> None:
+        from ..durable.config import database_url, display_url
+
+        say(f"worker {executor_id} ready: database {display_url(database_url(args.database))}, "
+            f"queue {args.queue}, concurrency {args.concurrency}")  # fmt: skip
+
+    try:
+        run_worker(
+            url=args.database,
+            queue=args.queue,
+            concurrency=args.concurrency,
+            global_concurrency=args.global_concurrency,
+            executor_id=args.id,
+            factory=factory,
+            create_database=args.create_database,
+            report=say,
+            ready=ready,
+        )
+    except ExecutorInUse as error:
+        return _usage(str(error))
     return 0
+
+
+def _follow(runs: Any, run_id: str, quiet: bool = True) -> int:
+    """Print the run's journaled events as they come (``quiet``: only its final text)
+    until it settles; 0 if it stopped normally, 1 otherwise."""
+    seen = 0
+    while True:
+        settled = runs.get(run_id).finished  # read first: no event is missed after it
+        for event in runs.events(run_id, after_seq=seen):
+            seen = event["seq"]
+            if not quiet:
+                print(json.dumps(event, ensure_ascii=False), flush=True)
+        if settled:
+            break
+        time.sleep(0.2)
+    info = runs.get(run_id)
+    if quiet:
+        texts = [
+            message_text(m)
+            for m in runs.transcript(run_id)
+            if getattr(m, "role", "") == "assistant"
+        ]
+        if texts and texts[-1]:
+            print(texts[-1])
+        print(f"run {run_id}: {info.reason or info.status.lower()}", file=sys.stderr)
+    return 0 if info.reason == "stop" else 1
 
 
 def _when(epoch_ms: int | None) -> str:
@@ -172,11 +266,33 @@ def _show(runs: Any, args: argparse.Namespace) -> int:
 
 
 def _approve(runs: Any, args: argparse.Namespace) -> int:
+    from ..durable import ApprovalRefused, MissingApprovalKey
+
     if not args.call_id or (args.allow is None and args.deny is None):
-        print("runs approve needs a run id, a tool call id and --allow or --deny", file=sys.stderr)
-        return 2
-    runs.approve(
-        args.id, args.call_id, bool(args.allow), reason=args.reason, remember=args.remember
-    )
+        return _usage("runs approve needs a run id, a tool call id and --allow or --deny")
+    arguments = None
+    if args.arguments is not None:
+        try:
+            arguments = json.loads(args.arguments)
+        except ValueError:
+            return _usage("--arguments must be the call's arguments as JSON")
+    decision = "allow" if args.allow else "deny"
+    try:
+        runs.approve(
+            args.id,
+            args.call_id,
+            decision,
+            arguments=arguments,
+            reason=args.reason,
+            remember=args.remember,
+        )
+    except (ApprovalRefused, MissingApprovalKey) as error:
+        return _usage(str(error))
     print(f"{'allowed' if args.allow else 'denied'} {args.call_id} of run {args.id}")
     return 0
+
+
+def _usage(message: str) -> int:
+    """Say what was wrong (one sentence) and return the usage exit code."""
+    print(f"mainspring: error: {message}", file=sys.stderr)
+    return 2

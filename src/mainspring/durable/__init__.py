@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from .approvals import DurableApprover
 from .config import DEFAULT_QUEUE, database_url
-from .runs import RunInfo, Runs
-from .steps import INTERRUPTED, DurableProvider, durable_tool, in_workflow, step
+from .credentials import MissingApprovalKey
+from .executors import ExecutorInUse
+from .runs import ApprovalRefused, RunInfo, Runs
+from .serialization import RefusedRow
+from .steps import INTERRUPTED, CheckpointError, DurableProvider, durable_tool, in_workflow, step
 from .worker import run_worker, start_worker, stop_worker
 from .workflow import AgentFactory, default_factory
 
@@ -24,8 +27,13 @@ __all__ = [
     "DEFAULT_QUEUE",
     "INTERRUPTED",
     "AgentFactory",
+    "ApprovalRefused",
+    "CheckpointError",
     "DurableApprover",
     "DurableProvider",
+    "ExecutorInUse",
+    "MissingApprovalKey",
+    "RefusedRow",
     "RunInfo",
     "Runs",
     "database_url",

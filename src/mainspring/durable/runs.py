@@ -17,13 +17,29 @@ from dbos import DBOSClient, EnqueueOptions
 from dbos.cli.migration import run_dbos_database_migrations
 
 from ..message_json import decode_message
-from .approvals import APPROVAL_TOPIC, approval_message
-from .config import APP_NAME, APP_VERSION, DEFAULT_QUEUE, WORKFLOW_NAME, database_url
+from .approvals import APPROVAL_TOPIC, approval_message, arguments_digest
+from .config import (
+    APP_NAME,
+    APP_VERSION,
+    DEFAULT_QUEUE,
+    WORKFLOW_NAME,
+    check_database,
+    database_url,
+    is_sqlite,
+    secure_sqlite_file,
+)
+from .credentials import load_approval_key, sign
 from .journal import Journal
+from .serialization import JSON_ROWS
 
-__all__ = ["RunInfo", "Runs"]
+__all__ = ["ApprovalRefused", "RunInfo", "Runs"]
 
 FINISHED = frozenset({"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
+
+
+class ApprovalRefused(ValueError):
+    """A decision that cannot be sent: the run settled, or the call is not waiting or
+    was already decided."""
 
 
 @dataclass(frozen=True)
@@ -58,9 +74,14 @@ class Runs:
 
     def __init__(self, url: str | None = None) -> None:
         self.url = database_url(url)
+        if is_sqlite(self.url):
+            secure_sqlite_file(self.url)
+        check_database(self.url)  # a misspelled name is an error, never a new database
         # a client never creates the schema; the first user of a database does
         run_dbos_database_migrations(self.url)
-        self.client = DBOSClient(system_database_url=self.url, application_name=APP_NAME)
+        self.client = DBOSClient(
+            system_database_url=self.url, application_name=APP_NAME, serializer=JSON_ROWS
+        )
         self.journal = Journal(self.url)
 
     def close(self) -> None:
@@ -84,10 +105,15 @@ class Runs:
         queue: str = DEFAULT_QUEUE,
         run_id: str | None = None,
     ) -> str:
-        """Enqueue a run of ``prompt``; its id. Submitting an id again returns it again."""
-        if not isinstance(prompt, str) or not prompt:
-            raise ValueError("a run needs a non-empty prompt")
+        """Enqueue a run of ``prompt``; its id. Submitting an id again with the same
+        prompt returns it again; with another prompt is a ``ValueError``."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError("a run needs a prompt that is not empty")
         chosen = run_id or uuid.uuid4().hex[:16]
+        if run_id is not None:
+            found = self.client.list_workflows(workflow_ids=[run_id], name=WORKFLOW_NAME)
+            if found and _spec(found[0].input).get("prompt") != prompt:
+                raise ValueError(f"run {run_id} exists with another prompt; choose another id")
         spec = {
             "prompt": prompt,
             "model": model,
@@ -107,14 +133,71 @@ class Runs:
         self,
         run_id: str,
         tool_call_id: str,
-        allow: bool,
+        decision: str,
         *,
+        arguments: Any = None,
         reason: str | None = None,
         remember: str | None = None,
     ) -> None:
-        """Decide a call of ``run_id`` waiting for approval (now or whenever it asks)."""
-        message = approval_message(tool_call_id, allow, reason, remember)
+        """Decide the call ``tool_call_id`` of ``run_id`` (``decision``: ``"allow"`` or
+        ``"deny"``), for the arguments it was asked about, or for ``arguments`` exactly.
+
+        Without ``arguments`` the call must be waiting (its ``tool_approval_request`` is
+        journaled and undecided); with them the decision may be sent before the call asks,
+        and decides only a call with exactly these arguments. The decision is signed with
+        the database's approval key (:mod:`mainspring.durable.credentials`). ``KeyError``
+        for an unknown run; :class:`ApprovalRefused` for a settled run, a call that is not
+        waiting, or one already decided; ``MissingApprovalKey`` without the key;
+        ``ValueError`` for a decision other than allow/deny.
+        """
+        approval_message(tool_call_id, "", decision, reason, remember)  # checks first
+        key = load_approval_key(self.url)
+        info = self.get(run_id)
+        if info.finished:
+            raise ApprovalRefused(f"run {run_id} has settled; it has no call to decide")
+        asked: dict[str, Any] = {}  # digest -> arguments, of calls with this id still waiting
+        decided: set[str] = set()
+        for event in self.journal.read_events(run_id):
+            if event.get("tool_call_id") != tool_call_id:
+                continue
+            if event["type"] == "tool_approval_request":
+                asked[arguments_digest(event.get("args"))] = event.get("args")
+            elif event["type"] == "tool_decision":
+                for digest in list(asked):
+                    decided.add(digest)
+                    del asked[digest]
+        if arguments is not None:
+            digest = arguments_digest(arguments)
+            if digest in decided and digest not in asked:
+                raise ApprovalRefused(
+                    f"call {tool_call_id} of run {run_id} with these arguments was already decided"
+                )
+        elif asked:
+            digest = next(reversed(asked))
+        elif decided:
+            raise ApprovalRefused(f"call {tool_call_id} of run {run_id} was already decided")
+        else:
+            raise ApprovalRefused(
+                f"run {run_id} has no call {tool_call_id} waiting for approval; to decide "
+                "a call before it asks, give its exact arguments"
+            )
+        message = approval_message(tool_call_id, digest, decision, reason, remember)
+        message["mac"] = sign(key, run_id, message)
         self.client.send(run_id, message, APPROVAL_TOPIC)
+
+    def cancel(self, run_id: str) -> None:
+        """Cancel a run that has not settled (it stops at its next step); ``KeyError``
+        for an unknown run; a settled run is left as it is."""
+        if not self.get(run_id).finished:
+            self.client.cancel_workflow(run_id)
+
+    def resume(self, run_id: str) -> None:
+        """Resume a cancelled run where its checkpoints left it (a worker picks it up);
+        ``KeyError`` for an unknown run, ``ValueError`` for one that was not cancelled."""
+        status = self.get(run_id).status
+        if status != "CANCELLED":
+            raise ValueError(f"run {run_id} is {status.lower()}, not cancelled; nothing to resume")
+        self.client.resume_workflow(run_id)
 
     def _info(self, status: Any) -> RunInfo:
         spec = _spec(status.input)

@@ -6,10 +6,15 @@
   one did). Replayed after a crash, the step answers from its checkpoint: the kernel gets
   the same deltas and assembles the same message, with the same events. A request the
   process died during has no checkpoint and is sent again.
-- :func:`durable_tool` wraps a tool so that each call is one step checkpointing its
-  :class:`~mainspring.ToolResult` (and its progress reports, re-reported on replay). A call
-  the process died during is run again only if the tool is ``idempotent``; otherwise it
-  gets an error result saying so, and the model decides what to do.
+- :func:`durable_tool` wraps a tool so that each call is one step. The step's checkpoint
+  is the call's *final* result, after the result filters, the redactors and the size cap
+  (never what the tool returned): the tool's value goes to the kernel at once, and the
+  step ends when the kernel ends the call, with the result its ``tool_execution_end``
+  carries; that event is journaled only once the checkpoint is written. The step also
+  records how many progress reports the call made; a replay re-reports a placeholder
+  for each (the originals were journaled before its end). A call the process died
+  during is run again only if the tool is ``idempotent``; otherwise it gets an error
+  result saying so, and the model decides what to do.
 - :func:`step` runs any function of a plugin as a step (a summariser's model call, a
   lookup), so the plugin stays deterministic across a recovery.
 
@@ -19,6 +24,8 @@ Outside a DBOS workflow (or inside another step) every wrapper calls straight th
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import dataclasses
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -26,8 +33,6 @@ from typing import Any, TypeVar
 
 from dbos import DBOS
 
-from ..jsonable import to_jsonable
-from ..kernel.tool_context import to_result
 from ..messages import Usage
 from ..providers.base import (
     ModelRequest,
@@ -45,7 +50,20 @@ from ..providers.base import (
 from ..signal import AbortSignal
 from ..tools import Tool, ToolResult
 
-__all__ = ["INTERRUPTED", "DurableProvider", "durable_tool", "in_workflow", "step"]
+__all__ = [
+    "INTERRUPTED",
+    "CallEnding",
+    "CheckpointError",
+    "DurableProvider",
+    "RunCheckpoints",
+    "bind_run",
+    "checkpoint_failed",
+    "delta_to_dict",
+    "durable_tool",
+    "execution_over",
+    "in_workflow",
+    "step",
+]
 
 T = TypeVar("T")
 
@@ -76,8 +94,9 @@ async def step(name: str, function: Callable[..., Coroutine[Any, Any, T]], *args
 
     In a durable run the result is recorded the first time and returned from the record
     when the run is replayed; elsewhere the function is just awaited. The result must be
-    JSON-able or picklable. Use it for anything a plugin does that may differ between two
-    executions (a model call, the clock, a random choice, an outside lookup).
+    JSON-able (the runs' database holds only JSON). Use it for anything a plugin does
+    that may differ between two executions (a model call, the clock, a random choice,
+    an outside lookup).
     """
     if not in_workflow():
         return await function(*args)
@@ -85,7 +104,8 @@ async def step(name: str, function: Callable[..., Coroutine[Any, Any, T]], *args
     return result
 
 
-def _dump_delta(delta: StreamEvent) -> dict[str, Any]:
+def delta_to_dict(delta: StreamEvent) -> dict[str, Any]:
+    """A stream delta as JSON (what a request's checkpoint and the journal keep)."""
     data = {item.name: getattr(delta, item.name) for item in dataclasses.fields(delta)}
     if isinstance(delta, UsageReport):
         data["usage"] = delta.usage.model_dump(mode="json")
@@ -113,8 +133,114 @@ def _dump_error(error: BaseException) -> dict[str, Any]:
     return {"message": f"{type(error).__name__}: {error}", "retryable": False}
 
 
+class CheckpointError(Exception):
+    """A checkpoint of a durable run could not be written or read (the database failed,
+    or a replay met a checkpoint of another step). It is never shown to the model: the
+    run is aborted and its workflow fails with this error."""
+
+
+class CallEnding:
+    """A tool call that ran live, waiting for the kernel to end it with its final result."""
+
+    def __init__(self, step: asyncio.Future[Any]) -> None:
+        self.step = step
+        self.final: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+
+    async def end(self, result: ToolResult) -> None:
+        """Hand the final result to the step and wait until it is checkpointed."""
+        if not self.final.done():
+            self.final.set_result(result)
+        await asyncio.wait({self.step})
+        if not self.step.cancelled():
+            self.step.exception()  # a failure was reported to the run (it stops)
+
+
+class RunCheckpoints:
+    """What the wrappers of one durable run share (bound with :func:`bind_run`).
+
+    ``fail`` hears every :class:`CheckpointError` (the run stops); ``ending`` maps the id
+    of a call that ran live to its :class:`CallEnding` until the kernel ends the call.
+    """
+
+    def __init__(self, fail: Callable[[BaseException], None]) -> None:
+        self._report = fail
+        self.failed = False
+        """Set at the first failure: this execution of the run journals nothing more
+        (it was cancelled, taken over, or lost its database; the workflow fails)."""
+        self.ending: dict[str, CallEnding] = {}
+
+    def fail(self, failure: BaseException) -> None:
+        """A checkpoint failed (a :class:`CheckpointError`, or DBOS's own signal that this
+        execution must stop: cancelled, or taken over): stop journaling, stop the run."""
+        self.failed = True
+        self._report(failure)
+
+    async def call_ended(self, tool_call_id: str, result: ToolResult) -> None:
+        """The kernel ended a call: checkpoint its final result if its step waits for it."""
+        ending = self.ending.pop(tool_call_id, None)
+        if ending is not None:
+            await ending.end(result)
+
+    def close(self) -> None:
+        """Cancel the steps of calls the kernel never ended (the run is over)."""
+        for ending in self.ending.values():
+            ending.step.cancel()
+        self.ending.clear()
+
+
+_RUN: contextvars.ContextVar[RunCheckpoints | None] = contextvars.ContextVar(
+    "mainspring_durable_run", default=None
+)
+
+
+def bind_run(checkpoints: RunCheckpoints) -> contextvars.Token[Any]:
+    """Have the wrappers in this context (a run's tasks) use ``checkpoints``."""
+    return _RUN.set(checkpoints)
+
+
+async def _checkpointed(name: str, function: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """``function`` as the step ``name``; what DBOS itself raises becomes a
+    :class:`CheckpointError`, reported to the run (which stops) before it is raised."""
+    try:
+        result: T = await DBOS.run_step_async({"name": name}, function)
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:
+        raise checkpoint_failed(f"step {name}", error) from error
+    except BaseException as error:  # DBOS: this execution must stop (cancelled, taken over)
+        execution_over(error)
+        raise
+    return result
+
+
+def execution_over(error: BaseException) -> None:
+    """DBOS told this execution of the run to stop (``error``, not an ``Exception``):
+    the run journals nothing more and stops; the workflow ends with ``error``."""
+    if isinstance(error, (KeyboardInterrupt, SystemExit)):
+        return
+    run = _RUN.get()
+    if run is not None:
+        run.fail(error)
+
+
+def checkpoint_failed(what: str, error: Exception) -> CheckpointError:
+    """Report that DBOS failed ``what`` (``error``) to the run, which stops; the error."""
+    failed = CheckpointError(f"the checkpoint of {what} failed: {error}")
+    run = _RUN.get()
+    if run is not None:
+        run.fail(failed)
+    return failed
+
+
 class DurableProvider:
-    """A provider whose every request is a checkpointed step (see the module)."""
+    """A provider whose every request is a checkpointed step (see the module).
+
+    The step ends, and its checkpoint is written, as soon as the inner provider yields
+    :class:`~mainspring.providers.base.StreamDone`: what the provider does after it (an
+    HTTP provider drains its response) happens when the kernel closes the stream, outside
+    the step. ``StreamDone`` reaches the kernel only once the checkpoint is written, so a
+    reply the kernel consumed is never requested again.
+    """
 
     def __init__(self, inner: Provider) -> None:
         self.inner = inner
@@ -134,7 +260,8 @@ class DurableProvider:
             async for delta in self.inner.stream(request, signal):
                 yield delta
             return
-        live: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+        live: asyncio.Queue[StreamEvent] = asyncio.Queue()
+        opened: list[AsyncIterator[StreamEvent]] = []
         ran = False
 
         async def request_step() -> dict[str, Any]:
@@ -142,84 +269,112 @@ class DurableProvider:
             ran = True
             deltas: list[dict[str, Any]] = []
             error: dict[str, Any] | None = None
+            inner = aiter(self.inner.stream(request, signal))
+            opened.append(inner)
             try:
-                async for delta in self.inner.stream(request, signal):
-                    deltas.append(_dump_delta(delta))
+                while True:
+                    try:
+                        delta = await anext(inner)
+                    except StopAsyncIteration:
+                        break
+                    deltas.append(delta_to_dict(delta))
                     live.put_nowait(delta)
+                    if isinstance(delta, StreamDone):
+                        break  # the reply is complete: checkpoint it now
             except Exception as failure:
                 error = _dump_error(failure)
-            finally:
-                live.put_nowait(None)
             return {"deltas": deltas, "error": error}
 
-        task = asyncio.ensure_future(
-            DBOS.run_step_async({"name": f"mainspring.model.{self.name}"}, request_step)
-        )
+        task = asyncio.ensure_future(_checkpointed(f"mainspring.model.{self.name}", request_step))
+        done: StreamEvent | None = None
+        getter: asyncio.Future[StreamEvent] | None = None
         try:
-            while True:
+            while not task.done():
                 getter = asyncio.ensure_future(live.get())
                 await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
                 if not getter.done():
                     getter.cancel()
-                    break  # the step finished: drain below
+                    break  # the step finished: what is left is passed on below
                 item = getter.result()
-                if item is None:
+                if isinstance(item, StreamDone):
+                    done = item  # passed on once the checkpoint is written
                     break
                 yield item
             record = await task
-            if not ran:  # answered from the checkpoint: the kernel sees the same deltas
+            if ran:
+                if done is not None:
+                    yield done
+                while not live.empty():
+                    yield live.get_nowait()
+            else:  # answered from the checkpoint: the kernel sees the same deltas
                 for data in record["deltas"]:
                     yield _load_delta(data)
-            else:
-                while not live.empty():
-                    left = live.get_nowait()
-                    if left is not None:
-                        yield left
             error = record["error"]
             if error is not None:
                 raise ProviderError(**error)
         finally:
-            if not task.done():
+            if getter is not None:
+                getter.cancel()
+            if not task.done():  # the kernel stopped reading before the reply was complete
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+            for inner in opened:  # the provider's own work after StreamDone, or its cleanup
+                close = getattr(inner, "aclose", None)
+                if close is not None:
+                    with contextlib.suppress(Exception):  # a broken close loses nothing
+                        await close()
 
 
-class _RecordingContext:
-    """A tool's context that also records its progress reports for the checkpoint."""
+REPLAYED_UPDATE = "(a progress report, replayed from a checkpoint)"
+"""What a replayed call reports in place of each progress report it made (the originals
+were journaled before its end; only their number matters to the replay)."""
 
-    def __init__(self, inner: Any, updates: list[Any]) -> None:
+
+class _CountingContext:
+    """A tool's context that counts its progress reports for the checkpoint."""
+
+    def __init__(self, inner: Any) -> None:
         self._inner = inner
-        self._updates = updates
+        self.updates = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     def update(self, partial_result: Any) -> None:
-        self._updates.append(to_jsonable(partial_result))
+        self.updates += 1
         self._inner.update(partial_result)
 
 
-def _raised(record: dict[str, Any]) -> BaseException:
-    """The exception a checkpointed call raised, as the kernel reports it (by type name)."""
-    cls: type[Exception] = type(record["type"], (Exception,), {})
-    return cls(record["message"])
-
-
 def durable_tool(tool: Tool) -> Tool:
-    """``tool`` with each call a checkpointed step (see the module)."""
+    """Make each call of ``tool`` a checkpointed step (see the module); ``tool`` itself.
+
+    The tool object is kept, with its ``execute`` replaced (once) by one that, in a
+    durable run, runs the original as a step and, anywhere else, just calls it: gates see
+    the very object the plugin registered (``if tool is not shout`` holds in a worker as
+    in-process), and every agent sharing the object gets the same behaviour.
+    """
     if getattr(tool.execute, "_mainspring_durable", False):
         return tool
     name, idempotent = tool.name, tool.idempotent
+    original = Tool(
+        tool.name,
+        tool.description,
+        tool.parameters,
+        tool.execute,
+        sequential=tool.sequential,
+        timeout_s=tool.timeout_s,
+        label=tool.label,
+        idempotent=tool.idempotent,
+    )
 
     async def execute(args: Any, ctx: Any) -> Any:
-        if not in_workflow():
-            return await tool.run(args, ctx)
-        replayed = True
-        updates: list[Any] = []
+        run = _RUN.get()
+        if not in_workflow() or run is None:
+            return await original.run(args, ctx)
+        value: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        counting = _CountingContext(ctx)
 
         async def call_step() -> dict[str, Any]:
-            nonlocal replayed
-            replayed = False
             workflow_id = DBOS.workflow_id
             assert workflow_id is not None
             # the step's id is unique in the run and the same on every replay (a call id
@@ -228,36 +383,32 @@ def durable_tool(tool: Tool) -> Tool:
             earlier = await DBOS.get_event_async(workflow_id, key, timeout_seconds=0)
             if earlier is not None and not idempotent:
                 result = ToolResult.error(INTERRUPTED.format(name=name))
-                return {"result": result.model_dump(mode="json"), "updates": []}
+                return {"result": result.model_dump(mode="json"), "updates": 0}
             await DBOS.set_event_async(key, os.getpid())
+            ending = CallEnding(step_task)
+            run.ending[ctx.tool_call_id] = ending  # before the kernel can end the call
             try:
-                value = await tool.run(args, _RecordingContext(ctx, updates))
+                value.set_result(await original.run(args, counting))
             except Exception as error:
-                detail = str(error) or type(error).__name__
-                raised = {"type": type(error).__name__, "message": detail}
-                return {"raised": raised, "updates": updates}
-            result = to_result(value)
-            if result.details is not None:
-                result = result.model_copy(update={"details": to_jsonable(result.details)})
-            return {"result": result.model_dump(mode="json"), "updates": updates}
+                value.set_exception(error)  # the kernel reports it and ends the call
+            final = await ending.final
+            return {"result": final.model_dump(mode="json"), "updates": counting.updates}
 
-        record = await DBOS.run_step_async({"name": f"mainspring.tool.{name}"}, call_step)
-        if replayed:
-            for partial in record["updates"]:
-                ctx.update(partial)
-        if "raised" in record:
-            raise _raised(record["raised"])
+        step_task = asyncio.ensure_future(_checkpointed(f"mainspring.tool.{name}", call_step))
+        try:
+            await asyncio.wait({value, step_task}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            step_task.cancel()  # the call was cut (an abort, its timeout): no checkpoint
+            raise
+        if value.done():
+            return value.result()  # live: the step ends when the kernel ends the call
+        record = step_task.result()  # from the checkpoint
+        for _ in range(int(record.get("updates", 0))):
+            ctx.update(REPLAYED_UPDATE)
         return ToolResult.model_validate(record["result"])
 
     execute._mainspring_durable = True  # type: ignore[attr-defined]
-    return Tool(
-        tool.name,
-        tool.description,
-        tool.parameters,
-        execute,
-        sequential=tool.sequential,
-        timeout_s=tool.timeout_s,
-        label=tool.label,
-        idempotent=tool.idempotent,
-        prepare_arguments=tool.prepare_arguments,
-    )
+    # a plain def's Tool.run runs this in a worker thread, which returns the coroutine
+    # (only created there) for the loop to await
+    tool.execute = execute
+    return tool

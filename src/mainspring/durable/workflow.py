@@ -29,7 +29,7 @@ from ..message_json import encode_message
 from .approvals import DurableApprover
 from .config import WORKFLOW_NAME
 from .journal import Journal
-from .steps import DurableProvider, durable_tool
+from .steps import DurableProvider, RunCheckpoints, bind_run, durable_tool
 
 __all__ = ["AgentFactory", "Runtime", "default_factory", "run_workflow"]
 
@@ -60,6 +60,10 @@ class Runtime:
     """Called with each run's agent and run id, after the journal subscribed: subscribe
     listeners here (they see the events the journal has not seen before)."""
     active: dict[str, Agent] = field(default_factory=dict)
+    report: Callable[[str], None] | None = None
+    """Told one line when a run starts and when it settles (``mainspring worker``)."""
+    approval_key: bytes = b""
+    """The key decisions must be signed with (:mod:`mainspring.durable.credentials`)."""
 
 
 RUNTIME = Runtime()
@@ -91,6 +95,15 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
     journal = RUNTIME.journal
     assert run_id is not None and journal is not None, "start a worker (mainspring.durable)"
     agent = await _build(spec)
+    failures: list[BaseException] = []
+
+    def stop(failure: BaseException) -> None:
+        # the model never sees a checkpoint failure: the run stops, the workflow fails
+        if not failures:
+            failures.append(failure)
+            agent.abort("checkpoint failed")
+
+    checkpoints = RunCheckpoints(stop)
     try:
         described = _describe(agent)
 
@@ -101,15 +114,26 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
         if recorded != described:
             # the worker's plugins or config changed since the run started: say so, go on
             DBOS.logger.warning(f"run {run_id}: configuration differs from the recorded one")
-        agent.plugins.pm.register(DurableApprover(), name="durable-approvals")
-        agent.configure(tools=[durable_tool(tool) for tool in agent.state.tools])
+        approver = DurableApprover(RUNTIME.approval_key, checkpoints)
+        agent.plugins.pm.register(approver, name="durable-approvals")
+        for tool in agent.state.tools:
+            durable_tool(tool)  # in place: gates see the objects the plugins registered
+        bind_run(checkpoints)
         delivered = await asyncio.to_thread(journal.last_seq, run_id)
         prepare_replay(agent, run_id, delivered, DurableProvider(agent.provider))
-        agent.subscribe(_journaling(journal))
+        agent.subscribe(_journaling(journal, checkpoints))
         if RUNTIME.listen is not None:
             RUNTIME.listen(agent, run_id)
         RUNTIME.active[run_id] = agent
+        if RUNTIME.report is not None:
+            RUNTIME.report(f"run {run_id} started ({'resumed' if delivered else 'new'})")
         end = await agent.prompt(spec["prompt"])
+        if RUNTIME.report is not None:
+            RUNTIME.report(
+                f"run {run_id} settled: {end.reason}, {agent.state.turns_completed} turns"
+            )
+        if failures:
+            raise failures[0]
         state = agent.state
         return {
             "reason": end.reason,
@@ -119,14 +143,22 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
             "messages": [encode_message(message) for message in state.messages],
         }
     finally:
+        checkpoints.close()
         RUNTIME.active.pop(run_id, None)
         await agent.aclose()
 
 
-def _journaling(journal: Journal) -> Callable[[Any, Any], Awaitable[None]]:
-    """The first subscriber of a durable run: journal each event before anyone sees it."""
+def _journaling(
+    journal: Journal, checkpoints: RunCheckpoints
+) -> Callable[[Any, Any], Awaitable[None]]:
+    """The first subscriber of a durable run: journal each event before anyone sees it
+    (the end of a call that ran live once its step checkpointed the final result)."""
 
-    def journal_event(event: Any, signal: Any) -> Awaitable[None]:
-        return journal.append_async(event)
+    async def journal_event(event: Any, signal: Any) -> None:
+        if checkpoints.failed:
+            return  # this execution is over (cancelled, taken over): it journals nothing
+        if event.type == "tool_execution_end":
+            await checkpoints.call_ended(event.tool_call_id, event.result)
+        await journal.append_async(event)
 
     return journal_event
