@@ -128,7 +128,7 @@ async def test_no_process_or_pipe_is_left_after_100_agents() -> None:
             await agent.prompt("go")
         check_event_grammar(recorder.events)
         (result,) = recorder.messages("tool_result")
-        assert result.is_error is False
+        assert result.is_error is False, result.text
         used.add(int(result.text))
 
     for wave in range(10):  # ten agents at a time share a server; each wave starts one

@@ -196,22 +196,27 @@ class Connection:
                 if not stop.is_set():
                     raise _Lost()
         except BaseException as error:
-            self._session = None
-            reason = self._http_refusal() or _describe(
-                error, self.settings.startup_timeout_s, ready.done(), self._calls
-            )
-            if isinstance(error, asyncio.CancelledError) or stop.is_set():
-                self.state = "stopped"
-            else:
-                self._failed(reason)
+            # a stopped owner may end after the next start began: the connection's state
+            # and session are then the new owner's, never touched here
+            current = self._owner is asyncio.current_task()
+            if current:
+                self._session = None
+                reason = self._http_refusal() or _describe(
+                    error, self.settings.startup_timeout_s, ready.done(), self._calls
+                )
+                if isinstance(error, asyncio.CancelledError) or stop.is_set():
+                    self.state = "stopped"
+                else:
+                    self._failed(reason)
             if not ready.done():
                 ready.set_result(None)
             if not isinstance(error, Exception | asyncio.CancelledError):
                 raise
         finally:
-            self._session = None
-            if self.state == "running":
-                self.state = "stopped"
+            if self._owner is asyncio.current_task():
+                self._session = None
+                if self.state == "running":
+                    self.state = "stopped"
 
     async def _open(self, stack: AsyncExitStack, stderr: StderrRing) -> tuple[Any, Any]:
         """The transport's streams, tapped (the process started, or the HTTP client made)."""
@@ -408,12 +413,16 @@ class Connection:
         return "" if self._stderr is None else self._stderr.tail(_STDERR_TAIL)
 
     async def stop(self) -> None:
-        """End the session and the process; returns once they are gone (a few seconds max)."""
-        owner, stop = self._owner, self._stop
+        """End the session and the process; returns once they are gone (a few seconds max).
+
+        Only what was running when it was called is stopped: a start that begins while it
+        waits (a new user of the shared server) keeps its own process and stderr.
+        """
+        owner, stop, stderr = self._owner, self._stop, self._stderr
         if owner is None or owner.done():
             self.state = "stopped" if self.state != "failed" else self.state
-            if self._stderr is not None:
-                self._stderr.close()
+            if stderr is not None:
+                stderr.close()
             return
         self.state = "stopped"
         if stop is not None:
@@ -422,8 +431,8 @@ class Connection:
         if not done:
             owner.cancel()
             await asyncio.wait([owner], timeout=_STOP_S)
-        if self._stderr is not None:
-            self._stderr.close()
+        if stderr is not None:
+            stderr.close()
 
     async def _crashed(self, reason: str) -> None:
         """The session broke under a call: let the owner unwind, then describe the failure."""
