@@ -64,13 +64,15 @@ async def test_a_command_sees_neither_the_agents_configuration_nor_its_home(
     monkeypatch.setenv("MAINSPRING_DATABASE_URL", "postgresql://u:pw@db/runs")
     monkeypatch.setenv("DATABASE_URL", "postgresql://u:pw@db/app")
     monkeypatch.setenv("MAINSPRING_WORKSPACE", "/srv")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local/share"))
 
     (result,) = await coding_call(
         ("bash", {"command": 'env; echo "home=$HOME"; ls -a ~'}),
-        bash_env_passthrough=["DATA*", "MAIN*"],
+        bash_env_passthrough=["DATA*", "MAIN*", "XDG_*"],
     )
 
-    assert "MAINSPRING" not in result.text
+    assert "MAINSPRING" not in result.text and "XDG_" not in result.text
     assert "postgresql://" not in result.text
     (shown,) = [line for line in result.text.splitlines() if line.startswith("home=")]
     assert shown != f"home={home}" and ".local" not in result.text

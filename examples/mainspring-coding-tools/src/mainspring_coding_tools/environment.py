@@ -71,9 +71,12 @@ NEVER_PASSED: Final[tuple[str, ...]] = (
     "*DATABASE_URI*",
     "*_DSN",
     "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
 )
 """Names (upper-cased) never passed, even when listed exactly (``HOME`` is set by the
-tool)."""
+tool; the XDG directories would lead a command to mainspring's data directory and the
+durable runs' approval keys)."""
 
 DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 """``PATH`` when the agent's environment has none."""
