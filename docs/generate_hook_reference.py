@@ -47,6 +47,7 @@ ORDER = (
     "before_tool_call",
     "label_tool_result",
     "request_approval",
+    "review_reply",
     "after_tool_result",
     "filter_tool_update",
     "should_stop_after_turn",

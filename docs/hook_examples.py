@@ -128,6 +128,16 @@ async def filter_tool_update(partial_result: Any) -> Any | None:
 
 
 @hookimpl
+def review_reply(message: Any) -> Block | str | None:
+    """Withhold a reply that quotes an API key; mark one that says "guaranteed"."""
+    if "sk-live-" in message.text:
+        return Block("it contained an API key")
+    if "guaranteed" in message.text:
+        return message.text + "\n\n(Not a guarantee: check before relying on it.)"
+    return None
+
+
+@hookimpl
 async def should_stop_after_turn(state: Any) -> bool:
     """Stop a run after eight turns of tool calls, whatever the model wants."""
     turns = sum(1 for message in state.messages if message.role == "assistant")

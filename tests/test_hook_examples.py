@@ -187,6 +187,16 @@ async def test_after_tool_result_redacts_keys() -> None:
     assert run.recorder.of_type("tool_execution_end")[0].result.text == "token [redacted] found"
 
 
+async def test_review_reply_withholds_keys_and_marks_guarantees() -> None:
+    reviewer = plugin("review_reply")
+    run = await scripted_run([faux.text("your key is sk-live-123")], plugins=[reviewer])
+    (end,) = run.recorder.messages("assistant")
+    assert "sk-live" not in end.text and "withheld by example" in end.text
+    assert run.agent.state.messages[-1].text == end.text
+    run = await scripted_run([faux.text("It is guaranteed.")], plugins=[reviewer])
+    assert run.recorder.messages("assistant")[0].text.endswith("check before relying on it.)")
+
+
 async def test_label_tool_result_marks_fetched_pages_untrusted() -> None:
     steps = [faux.tool_call("fetch", {"url": "https://example.com"}), faux.text("done")]
     run = await scripted_run(steps, plugins=[plugin("label_tool_result")], tools=[fetch])

@@ -43,6 +43,7 @@ def test_the_hookspecs_module_declares_the_hooks_of_the_design() -> None:
         "filter_tool_update",
         "should_stop_after_turn",
         "prepare_next_turn",
+        "review_reply",
         "compact",
         "count_tokens",
         "on_event",

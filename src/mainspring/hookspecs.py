@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .kernel.agent_view import AgentView
     from .kernel.events import Event
     from .kernel.state import AgentState
-    from .messages import ToolCall
+    from .messages import AssistantMessage, ToolCall
     from .provenance import Provenance
     from .providers.base import Model, Provider
     from .signal import AbortSignal
@@ -343,6 +343,33 @@ def register_providers(agent: AgentView) -> Sequence[Provider] | None:
     collected; a later plugin's provider replaces an earlier one of the same name.
 
     **If it raises:** :class:`~mainspring.PluginLoadError`: the agent does not start.
+    """
+
+
+@hookspec
+async def review_reply(
+    message: AssistantMessage, agent: AgentView, signal: AbortSignal
+) -> Block | str | None:
+    """Review a reply before it is delivered: let it through, withhold it, or replace it.
+
+    **When:** for each assistant message that ends without a tool call (a reply to the
+    user), once the model finished it and before its ``message_end``: the transcript,
+    ``message_end``, ``agent_end`` and the session file carry the reviewed reply. Its
+    ``message_update`` events have already streamed the model's text: a user interface
+    that must show reviewed replies only renders ``message_end`` (deltas are progress).
+
+    **Parameters:**
+    - ``message``: the :class:`~mainspring.AssistantMessage` as the model wrote it.
+    - ``agent``, ``signal``: the plugin's :class:`~mainspring.AgentView` and the run's
+      abort signal.
+
+    **Returns:** :class:`~mainspring.Block` to withhold the reply (its text becomes a
+    notice naming the plugin and the reason), a ``str`` to put in its place, or ``None``
+    to let it through. The first decision wins; later implementations are not called.
+    Either way the reply's other blocks (thinking) are dropped with its text.
+
+    **If it raises:** fail closed, as for a gate. The reply is withheld, and a
+    ``hook_error`` event names the plugin.
     """
 
 

@@ -197,6 +197,11 @@ def _run_segment(
     return len(segment), carry, False, None, False
 
 
+def _withheld(plugin: str, why: str) -> str:
+    """The text that stands for a reply a reviewer withheld."""
+    return f"[The reply was withheld by {plugin}: {why}]"
+
+
 def _text(reason: object) -> str:
     """A gate's reason as text; a reason that is not a string is named by its type."""
     return reason if isinstance(reason, str) else f"(a {type(reason).__name__} as the reason)"
@@ -632,6 +637,33 @@ class Hooks:
 
         final: ToolResult = await self._drive("after_tool_result", result, args_of, absorb, failed)
         return final
+
+    async def review_reply(
+        self, message: Any, agent: Any, signal: AbortSignal, report: Report
+    ) -> tuple[str, str] | None:
+        """The first decision on a final reply: ``(plugin, text)`` to put in its place, or
+        ``None`` to deliver it as it is. ``Block(reason)`` withholds it (the text says so)
+        and a string replaces it; a reviewer that fails withholds it (fail closed)."""
+
+        def absorb(impl: Implementation, decided: Any, answer: Any) -> tuple[Any, bool]:
+            if isinstance(answer, Block):
+                return (impl.plugin, _withheld(impl.plugin, _text(answer.reason))), True
+            if isinstance(answer, str):
+                return (impl.plugin, answer), True
+            raise HookError(
+                "review_reply",
+                impl.plugin,
+                f"returned a {type(answer).__name__}, not a Block or a str",
+            )
+
+        async def failed(error: HookError, decided: Any) -> tuple[Any, bool]:
+            await report(error, "reply withheld (fail closed)")
+            return (error.plugin, _withheld(error.plugin, "its reviewer failed")), False
+
+        decided: tuple[str, str] | None = await self._drive(
+            "review_reply", None, (message, agent, signal), absorb, failed
+        )
+        return decided
 
     async def label_tool_result(
         self, call: ToolCall, result: ToolResult, tool: Tool, agent: Any, report: Report

@@ -102,6 +102,7 @@ HOOKS: Final[Mapping[str, HookRule]] = MappingProxyType(
             _rule("compact", Combine.FIRST_RESULT, Failure.ABANDON, "compaction"),
             _rule("before_tool_call", Combine.FIRST_DECISION, Failure.BLOCK, "gate"),
             _rule("request_approval", Combine.FIRST_DECISION, Failure.BLOCK, "approve"),
+            _rule("review_reply", Combine.FIRST_DECISION, Failure.WITHHOLD, "gate"),
             _rule("after_tool_result", Combine.CHAIN, Failure.WITHHOLD, "redact", discreet=True),
             _rule("label_tool_result", Combine.COLLECT, Failure.UNTRUSTED, "redact", discreet=True),
             _rule(

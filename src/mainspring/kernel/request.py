@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..effects import join_labels, message_labels
 from ..errors import HookError, describe_error
 from ..logs import get_logger
-from ..messages import AssistantMessage, CompactionSummary, trusted_construct
+from ..messages import AssistantMessage, CompactionSummary, TextContent, trusted_construct
 from ..providers.base import ModelRequest, ProviderError, StreamDone, StreamEvent
 from ..signal import RunAborted
 from .events import CompactionEnd, CompactionStart, MessageEnd, MessageStart, Retry, message_update
@@ -262,6 +262,8 @@ async def _stream(
         assert assembler.done is not None
         kept = True
         message = _priced(run, assembler.finish(assembler.done.stop_reason))
+        if not message.tool_calls and run.hooks.relay.has("review_reply"):
+            message = await _reviewed(run, message)
     else:
         kept = True
     if started:
@@ -272,6 +274,16 @@ async def _stream(
     elif kept:
         await run.add_message(message)
     return Reply(message, dict(assembler.argument_errors)), failure
+
+
+async def _reviewed(run: Run, message: AssistantMessage) -> AssistantMessage:
+    """``message`` (a reply with no tool call) as the ``review_reply`` reviewers leave it:
+    withheld or replaced text stands alone in it (its thinking goes too)."""
+    decided = await run.hooks.review_reply(message, run.agent, run.signal, run.report_hook_error)
+    if decided is None:
+        return message
+    _, text = decided
+    return message.model_copy(update={"content": (TextContent(text=text),)})
 
 
 def _priced(run: Run, message: AssistantMessage) -> AssistantMessage:

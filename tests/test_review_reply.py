@@ -1,0 +1,86 @@
+"""``review_reply``: a reply is reviewed before its ``message_end``; a failing reviewer
+withholds it (fail closed), as a failing gate blocks a call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mainspring import Block, hookimpl, tool
+from mainspring.testing import check_event_grammar, faux, scripted_run
+
+
+@tool
+def lookup(query: str) -> str:
+    """Look something up."""
+    return "the number is 42"
+
+
+class Counting:
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    @hookimpl
+    def review_reply(self, message: Any) -> None:
+        self.seen.append(message.text)
+
+
+async def test_only_replies_are_reviewed_not_messages_that_call_tools() -> None:
+    reviewer = Counting()
+    steps = [faux.tool_call("lookup", {"query": "x"}), faux.text("It is 42.")]
+    run = await scripted_run(steps, tools=[lookup], plugins=[reviewer])
+
+    assert reviewer.seen == ["It is 42."]
+    check_event_grammar(run.recorder.events)
+
+
+async def test_a_failing_reviewer_withholds_the_reply_and_is_reported() -> None:
+    class Broken:
+        name = "broken-reviewer"
+
+        @hookimpl
+        def review_reply(self, message: Any) -> None:
+            raise RuntimeError("classifier down")
+
+    run = await scripted_run([faux.text("secret plans")], plugins=[Broken()])
+
+    (end,) = run.recorder.messages("assistant")
+    assert "secret plans" not in end.text and "broken-reviewer" in end.text
+    (error,) = run.recorder.of_type("hook_error")
+    assert error.hook == "review_reply" and error.outcome == "reply withheld (fail closed)"
+    assert run.agent.state.messages[-1].text == end.text
+    check_event_grammar(run.recorder.events)
+
+
+async def test_the_first_decision_wins() -> None:
+    later = Counting()
+
+    class Blocks:
+        name = "blocks"
+
+        @hookimpl(tryfirst=True)
+        def review_reply(self) -> Block:
+            return Block("not today")
+
+    run = await scripted_run([faux.text("hello")], plugins=[later, Blocks()])
+
+    assert later.seen == []
+    assert run.recorder.messages("assistant")[0].text == (
+        "[The reply was withheld by blocks: not today]"
+    )
+
+
+async def test_garbage_from_a_reviewer_withholds_the_reply() -> None:
+    class Garbage:
+        name = "garbage"
+
+        @hookimpl
+        def review_reply(self) -> int:
+            return 7
+
+    run = await scripted_run([faux.text("hello")], plugins=[Garbage()])
+
+    assert "withheld by garbage" in run.recorder.messages("assistant")[0].text
+    (error,) = run.recorder.of_type("hook_error")
+    assert "not a Block or a str" in error.error
