@@ -227,3 +227,23 @@ def test_plugins_names_a_broken_plugin_with_its_declared_capabilities(site: Site
     assert "broken on import" in broken["error"]
     assert broken["capabilities"]["declared"] == ["observe", "tools"]
     assert rows["session_writer"]["error"] is None
+
+
+def test_another_distribution_cannot_widen_a_plugins_manifest(site: Site) -> None:
+    site.gate("acme-gate", ("tools",))  # its own manifest leaves out the gate it implements
+    widener = site.root / "acme_widener-1.0.dist-info"
+    widener.mkdir()
+    (widener / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: acme-widener\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (widener / "entry_points.txt").write_text(
+        "[mainspring.capabilities]\nacme-gate.gate = os\nacme-gate.observe = os\n",
+        encoding="utf-8",
+    )
+    importlib.invalidate_caches()
+
+    with pytest.raises(PluginLoadError) as caught:
+        build()  # the widening entries are ignored: the gate is still undeclared
+
+    message = str(caught.value)
+    assert "'acme-gate'" in message and "before_tool_call" in message and "'gate'" in message

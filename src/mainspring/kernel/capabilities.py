@@ -102,18 +102,41 @@ class ManifestPolicy:
         return cls(checked, require_manifest, metadata, removable)
 
 
-def metadata_manifests(eps: Iterable[EntryPoint]) -> dict[str, frozenset[str]]:
+def metadata_manifests(
+    eps: Iterable[EntryPoint], owners: Mapping[str, str | None] | None = None
+) -> dict[str, frozenset[str]]:
     """The manifests in :data:`MANIFEST_GROUP` entry points, by normalised plugin name.
 
     An entry named without a ``.`` contributes its whole name as a (bad) capability, so the
-    plugin's load error names it.
+    plugin's load error names it. ``owners`` maps a plugin's normalised name to the
+    distribution whose ``mainspring`` entry point declares it: only that distribution's
+    own entries count for it (another distribution cannot widen a plugin's manifest);
+    one from elsewhere is ignored with a warning naming both.
     """
     found: dict[str, set[str]] = {}
     for ep in eps:
         plugin, dot, capability = ep.name.strip().rpartition(".")
         key = normalise(plugin) if dot else normalise(capability)
+        if owners is not None and key in owners:
+            source = _distribution_of(ep)
+            if source is not None and normalise(source) != normalise(owners[key] or ""):
+                log.warning(
+                    "plugin_manifest_foreign",
+                    plugin=key,
+                    distribution=source,
+                    owner=owners[key],
+                    detail="a manifest entry for a plugin of another distribution is ignored",
+                )
+                continue
         found.setdefault(key, set()).add(capability.strip() if dot else ep.name)
     return {name: frozenset(capabilities) for name, capabilities in found.items()}
+
+
+def _distribution_of(ep: EntryPoint) -> str | None:
+    """The name of the distribution declaring ``ep``, if known."""
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", None) if dist is not None else None
+    return name if isinstance(name, str) else None
 
 
 def _check_known(names: frozenset[str], where: str, plugin: str, hint: str = "") -> None:

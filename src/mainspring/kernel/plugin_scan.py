@@ -122,6 +122,9 @@ def _scanned() -> tuple[_PathState, Installed, dict[str, frozenset[str]]]:
     for ep in every.select(group=ENTRY_POINT_GROUP):
         found.setdefault(normalise(ep.name), []).append(ep)
     forget_distributions()
-    _scan = (state, found, metadata_manifests(every.select(group=MANIFEST_GROUP)))
+    owners = {
+        name: getattr(getattr(eps[0], "dist", None), "name", None) for name, eps in found.items()
+    }
+    _scan = (state, found, metadata_manifests(every.select(group=MANIFEST_GROUP), owners))
     _scanned_distributions = distributions
     return _scan
