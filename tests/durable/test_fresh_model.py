@@ -21,8 +21,14 @@ FRESH = {"MODEL": "fresh"}
 
 
 def _plain(value: Any) -> Any:
+    """JSON without timestamps (two runs never share those), and without unset labels (the
+    journal writes ``labels: null``, a session-file encoding leaves the field out)."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if k != "timestamp"}
+        return {
+            k: _plain(v)
+            for k, v in value.items()
+            if k != "timestamp" and not (k == "labels" and v is None)
+        }
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
