@@ -84,3 +84,52 @@ async def test_garbage_from_a_reviewer_withholds_the_reply() -> None:
     assert "withheld by garbage" in run.recorder.messages("assistant")[0].text
     (error,) = run.recorder.of_type("hook_error")
     assert "not a Block or a str" in error.error
+
+
+async def test_a_reviewer_raising_a_base_exception_withholds_the_reply() -> None:
+    class Odd(BaseException):
+        pass
+
+    class Hostile:
+        name = "hostile-reviewer"
+
+        @hookimpl
+        def review_reply(self) -> None:
+            raise Odd("not an Exception")
+
+    class Exits:
+        name = "exits-reviewer"
+
+        @hookimpl
+        async def review_reply(self) -> None:
+            raise GeneratorExit
+
+    for plugin in (Hostile(), Exits()):
+        run = await scripted_run([faux.text("the secret")], plugins=[plugin])
+        (end,) = run.recorder.messages("assistant")
+        assert "the secret" not in end.text and plugin.name in end.text
+        check_event_grammar(run.recorder.events)
+
+
+async def test_a_huge_nested_edit_is_validated_and_refused() -> None:
+    from mainspring import Edit
+
+    nested: Any = "x"
+    for _ in range(500):
+        nested = {"a": nested}
+
+    class Rewrites:
+        name = "rewrites"
+
+        @hookimpl
+        def before_tool_call(self) -> Edit:
+            return Edit({"query": nested})
+
+    run = await scripted_run(
+        [faux.tool_call("lookup", {"query": "x"}), faux.text("done")],
+        tools=[lookup],
+        plugins=[Rewrites()],
+    )
+    (decision,) = run.recorder.of_type("tool_decision")
+    assert decision.decision == "block" and decision.plugin == "rewrites"
+    check_event_grammar(run.recorder.events)
