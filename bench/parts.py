@@ -13,8 +13,8 @@ import timeit
 from collections.abc import Callable
 from typing import Any
 
-from mainspring.kernel.estimate import estimate_tokens
-from mainspring.kernel.invariants import transcript_problem
+from mainspring.estimate import estimate_tokens
+from mainspring.invariants import transcript_problem
 from mainspring.plugins.convert import convert_to_llm
 from mainspring.providers.base import Model, ModelRequest
 

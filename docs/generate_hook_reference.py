@@ -16,12 +16,12 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from mainspring import hookspecs
-from mainspring.hooks.table import HOOKS
+from mainspring.contract import hookspecs
+from mainspring.contract.table import HOOKS
 
 HEADER = """# Hook reference
 
-Generated from `src/mainspring/hookspecs.py` by `docs/generate_hook_reference.py`; do not
+Generated from `src/mainspring/contract/hookspecs.py` by `docs/generate_hook_reference.py`; do not
 edit by hand. Implement a hook with a function of the same name decorated with
 `@mainspring.hookimpl`, accepting only the parameters you need. Run-time hooks may be
 `def` or `async def`; `count_tokens`, `register_tools` and `register_providers` must be
@@ -106,10 +106,10 @@ def top_level_sources(path: Path) -> dict[str, str]:
 
 
 def rules_table() -> str:
-    """The hook table (``mainspring.hooks.table``) as Markdown: each hook's rules."""
+    """The hook table (``mainspring.contract.table``) as Markdown: each hook's rules."""
     rows = [
         "## The hook table\n",
-        "Every rule below is data in `src/mainspring/hooks/table.py`; the kernel applies it, "
+        "Every rule below is data in `src/mainspring/contract/table.py`; the kernel applies it, "
         "and this table is generated from it.\n",
         "| hook | implementations | results combine | if one fails | if one stalls | "
         "a plugin's plain `def` runs | capability |",

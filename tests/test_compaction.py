@@ -35,7 +35,7 @@ from mainspring import (
     UserMessage,
     hookimpl,
 )
-from mainspring.kernel.invariants import transcript_problem
+from mainspring.invariants import transcript_problem
 from mainspring.settings import CompactionSettings, RetrySettings, Settings
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 

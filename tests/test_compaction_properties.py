@@ -39,8 +39,8 @@ from mainspring import (
     Usage,
     UserMessage,
 )
-from mainspring.kernel.estimate import estimate_tokens, tail_tokens
-from mainspring.kernel.invariants import transcript_problem
+from mainspring.estimate import estimate_tokens, tail_tokens
+from mainspring.invariants import transcript_problem
 from mainspring.plugins.compaction import compact, cut_index, safe_cut_points
 from mainspring.plugins.convert import convert_to_llm
 from mainspring.settings import CompactionSettings, Settings

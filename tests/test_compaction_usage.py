@@ -21,8 +21,8 @@ from mainspring import (
     UserMessage,
     tool,
 )
-from mainspring.kernel.estimate import estimate_tokens
-from mainspring.kernel.invariants import transcript_problem
+from mainspring.estimate import estimate_tokens
+from mainspring.invariants import transcript_problem
 from mainspring.plugins.compaction import safe_cut_points
 from mainspring.settings import CompactionSettings, Settings
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux

@@ -20,9 +20,9 @@ from mainspring import (
     ToolContext,
     ToolResultMessage,
     UserMessage,
-    hookspecs,
     tool,
 )
+from mainspring.contract import hookspecs
 from mainspring.testing import faux, scripted_run
 
 ROOT = Path(__file__).resolve().parent.parent

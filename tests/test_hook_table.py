@@ -12,11 +12,12 @@ import inspect
 import threading
 from typing import Any
 
-from mainspring import Agent, Settings, hookimpl, hookspecs, tool
+from mainspring import Agent, Settings, hookimpl, tool
+from mainspring.contract import hookspecs
+from mainspring.contract.markers import PROJECT, observes_when
+from mainspring.contract.table import HOOKS, Combine, Failure
 from mainspring.events import HookErrorEvent
-from mainspring.hooks.plan import observes_when
-from mainspring.hooks.table import HOOKS, Combine, Failure
-from mainspring.kernel.capabilities import CAPABILITY_OF
+from mainspring.loading.capabilities import CAPABILITY_OF
 from mainspring.settings import HookSettings
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 
@@ -44,7 +45,7 @@ def test_every_hook_spec_has_exactly_one_row_and_the_derived_sets_follow_it() ->
     specs = {
         name
         for name, value in vars(hookspecs).items()
-        if callable(value) and hasattr(value, f"{hookspecs.PROJECT}_spec")
+        if callable(value) and hasattr(value, f"{PROJECT}_spec")
     }
     assert specs == set(HOOKS)
     assert {name for name, rules in HOOKS.items() if rules.sync} == hookspecs.SYNC_HOOKS

@@ -1,6 +1,6 @@
 """Meta-tests: every hookspec is documented (the plugin author's reference) and tested.
 
-Each hookspec in :mod:`mainspring.hookspecs` needs a docstring with a summary line and
+Each hookspec in :mod:`mainspring.contract.hookspecs` needs a docstring with a summary line and
 the sections **When:**, **Parameters:**, **Returns:** and **If it raises:**, and its name
 must appear in at least one test module under ``tests/`` besides this one.
 """
@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 import mainspring
-from mainspring import hookspecs
+from mainspring.contract import hookspecs, markers
 
 SECTIONS = ("**When:**", "**Parameters:**", "**Returns:**", "**If it raises:**")
 TESTS = Path(__file__).parent
 
 
 def hookspec_names() -> list[str]:
-    marker = f"{hookspecs.PROJECT}_spec"
+    marker = f"{markers.PROJECT}_spec"
     return sorted(
         name
         for name, value in vars(hookspecs).items()
@@ -97,9 +97,9 @@ def test_every_hookspec_is_exercised_by_a_test(name: str) -> None:
     assert any(pattern.search(source) for source in sources), f"no test mentions {name}"
 
 
-def test_the_public_hookimpl_marker_is_the_hookspecs_marker() -> None:
-    assert mainspring.hookimpl is hookspecs.hookimpl
-    assert hookspecs.hookimpl.project_name == hookspecs.PROJECT == "mainspring"
+def test_the_public_hookimpl_marker_is_the_contract_marker() -> None:
+    assert mainspring.hookimpl is markers.hookimpl
+    assert markers.hookimpl.project_name == markers.PROJECT == "mainspring"
 
 
 def test_the_module_docstring_states_call_order_and_async_rules() -> None:

@@ -1,6 +1,6 @@
 """Capability manifests: a plugin declares what it does; the loader and the operator hold it.
 
-Contract (``mainspring.kernel.capabilities``, ``docs/capabilities.md``): a hook outside a
+Contract (``mainspring.loading.capabilities``, ``docs/capabilities.md``): a hook outside a
 plugin's ``CAPABILITIES`` is a load error naming plugin, hook and capability; a plugin
 without a manifest loads as undeclared unless ``[plugins] require_manifest``; the config
 file's ``[plugins.NAME] capabilities`` narrows a plugin, whose other hooks are never called.
@@ -244,8 +244,8 @@ def test_a_tool_name_collision_says_how_to_disable_a_plugin() -> None:
 
 
 def test_every_hook_needs_exactly_one_capability_and_the_docs_list_it() -> None:
-    from mainspring import hookspecs
-    from mainspring.kernel.capabilities import CAPABILITY_OF
+    from mainspring.contract import hookspecs
+    from mainspring.loading.capabilities import CAPABILITY_OF
 
     assert set(CAPABILITY_OF) == hookspecs.ASYNC_HOOKS | hookspecs.SYNC_HOOKS
     table = (Path(__file__).resolve().parent.parent / "docs" / "capabilities.md").read_text()

@@ -1,6 +1,6 @@
 """A plugin's capabilities are declared once, and a stale editable install is named.
 
-Contract (``docs/capabilities.md``, ``mainspring.kernel.plugin_installs``,
+Contract (``docs/capabilities.md``, ``mainspring.loading.installs``,
 ``mainspring.testing.check_entry_point``): an installed plugin declares its capabilities in
 its distribution's metadata; an edit of an editable install's ``pyproject.toml`` that was
 not reinstalled makes autoload's error say so, with the command that fixes it; and

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from mainspring import Agent, HookError, PluginLoadError, Settings, hookimpl, hookspecs, tool
+from mainspring import Agent, HookError, PluginLoadError, Settings, hookimpl, tool
+from mainspring.contract import hookspecs
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 
 ESSENTIAL = {"convert_to_llm", "token_estimate", "fallback_compaction"}

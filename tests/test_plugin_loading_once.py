@@ -27,7 +27,7 @@ import importlib_metadata
 import pytest
 
 from mainspring import Agent, Block, PluginLoadError, hookimpl, tool
-from mainspring.kernel.plugins import rescan_installed_plugins
+from mainspring.loading.loader import rescan_installed_plugins
 from mainspring.testing import EventRecorder, FauxProvider, faux
 
 ENV_VARS = (

@@ -1,6 +1,6 @@
 """Manifests in installed distributions' metadata, and the plugin naming rule.
 
-Contract (``docs/capabilities.md``, ``mainspring.kernel.capabilities``): an installed
+Contract (``docs/capabilities.md``, ``mainspring.loading.capabilities``): an installed
 plugin's distribution may declare its capabilities in the ``mainspring.capabilities``
 entry-point group (one ``PLUGIN.CAPABILITY`` entry each), read without importing the
 plugin: unknown names refuse it before its import, a hook outside it refuses it, and a

@@ -1,7 +1,7 @@
 """The built-in token estimate, computed at once or kept current message by message.
 
 The kernel keeps the estimate of its transcript as messages arrive
-(:class:`~mainspring.kernel.estimate.RunningEstimate`) and asks no one when only the
+(:class:`~mainspring.estimate.RunningEstimate`) and asks no one when only the
 built-in estimate would answer; both ways must give what :func:`estimate_tokens` gives
 for the same messages, and the compaction decision must see that number.
 """
@@ -24,7 +24,7 @@ from mainspring import (
     UserMessage,
     hookimpl,
 )
-from mainspring.kernel.estimate import IMAGE_TOKENS, RunningEstimate, estimate_tokens
+from mainspring.estimate import IMAGE_TOKENS, RunningEstimate, estimate_tokens
 from mainspring.messages import Usage
 from mainspring.testing import faux, scripted_run
 

@@ -4,26 +4,27 @@ The public surface for plugin authors and embedders. Everything not listed in
 ``__all__`` is private.
 """
 
-from .errors import (
-    AgentBusyError,
+from .agent import Agent, RunOptions
+from .contract.agent_view import AgentView
+from .contract.decisions import (
     Approval,
     ApprovalRequest,
     Ask,
     Block,
-    CapabilityError,
     CompactionResult,
     Edit,
+    NextTurn,
+)
+from .contract.errors import (
+    AgentBusyError,
+    CapabilityError,
     HookError,
     HookTimeoutError,
-    NextTurn,
     PluginLoadError,
     StopRun,
 )
-from .hooks.plan import nonblocking, redactor
-from .hookspecs import hookimpl
-from .kernel.agent import Agent
-from .kernel.agent_view import AgentView
-from .kernel.state import AgentState
+from .contract.markers import hookimpl, nonblocking, redactor
+from .contract.state import AgentState
 from .message_json import CustomMessage, decode_message, encode_message
 from .messages import (
     AssistantMessage,
@@ -75,6 +76,7 @@ __all__ = [
     "Provider",
     "ProviderError",
     "RunAborted",
+    "RunOptions",
     "Settings",
     "StopRun",
     "TextContent",

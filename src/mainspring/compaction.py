@@ -7,8 +7,8 @@ between a tool call and its result), :func:`estimate_tokens` and :func:`tail_tok
 messages by their content, and :func:`transcript_problem` says what a candidate breaks.
 """
 
-from .kernel.estimate import estimate_tokens, tail_tokens
-from .kernel.invariants import transcript_problem
+from .estimate import estimate_tokens, tail_tokens
+from .invariants import transcript_problem
 from .messages import message_text
 from .plugins.compaction import cut_index, safe_cut_points
 

@@ -282,7 +282,7 @@ class Settings(_Section):
     mcp: McpSettings = Field(default_factory=McpSettings)
     required_plugins: tuple[str, ...] = ()
     """Built-in or installed plugins the agent must not start without (see
-    :func:`~mainspring.kernel.plugins.load_plugins`); read from the config file only, never
+    :func:`~mainspring.loading.loader.load_plugins`); read from the config file only, never
     from an environment variable."""
 
 

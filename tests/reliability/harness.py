@@ -66,7 +66,7 @@ from mainspring import (
     hookimpl,
 )
 from mainspring.events import event_to_json
-from mainspring.kernel.invariants import transcript_problem
+from mainspring.invariants import transcript_problem
 from mainspring.plugins.convert import convert_to_llm
 from mainspring.sessions import read_session
 from mainspring.settings import (

@@ -105,7 +105,7 @@ def test_a_follow_up_taken_by_resume_for_a_run_that_fails_first_stays_queued() -
     ``resume()`` takes it as the first turn's input and run 2 fails at ``agent_start``.
 
     Expected: the follow-up is still queued afterwards (it was never delivered). Was:
-    ``Agent.resume`` (kernel/agent.py) pops it before the run starts, and nothing puts
+    ``Agent.resume`` (agent/agent.py) pops it before the run starts, and nothing puts
     it back, so it vanishes.
     """
     world = rh.run_scenario(

@@ -21,7 +21,7 @@ from mainspring import (
     ToolResultMessage,
     UserMessage,
 )
-from mainspring.kernel.invariants import transcript_problem
+from mainspring.invariants import transcript_problem
 from mainspring.settings import CompactionSettings, Settings
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import __version__
-from ..errors import PluginLoadError
-from ..kernel.agent import Agent
+from ..agent import Agent
+from ..contract.errors import PluginLoadError
 from ..logs import configure_logging
 from ..plugins.otel import configure_command
 from ..providers.keys import guard_process_memory, take_api_keys

@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, TextIO
 
 from ..approval_scopes import ArgumentScope
-from ..errors import Approval, ApprovalRequest
-from ..hookspecs import hookimpl
+from ..contract.decisions import Approval, ApprovalRequest
+from ..contract.markers import hookimpl
 from ..messages import thaw
 from ..workers import in_daemon_thread
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .. import __version__
-from ..kernel.agent import Agent
+from ..agent import Agent
 from .approve import TerminalApprover
 from .errors import usage_error
 from .render import TerminalRenderer, cut_notice

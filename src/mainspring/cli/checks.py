@@ -28,8 +28,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..kernel.assembly import DEFAULT_MODEL
-from ..kernel.plugin_controls import normalise
+from ..agent import DEFAULT_MODEL
+from ..loading import normalise
 from ..settings import ProviderSettings, Settings, config_path
 
 __all__ = [

@@ -13,8 +13,8 @@ import stat
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import PluginLoadError
-from ..plugin_hooks import implemented_hooks
+from ..contract.errors import PluginLoadError
+from ..contract.markers import implemented_hooks
 from ..settings import Settings, config_path, load_settings
 from .errors import usage_error
 

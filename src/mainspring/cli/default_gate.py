@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..errors import Ask
-from ..hookspecs import hookimpl
+from ..contract.decisions import Ask
+from ..contract.markers import hookimpl
 
 __all__ = ["ASK_FIRST", "AskBeforeChanging"]
 

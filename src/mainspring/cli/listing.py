@@ -20,10 +20,9 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..errors import PluginLoadError
-from ..kernel.agent import Agent
-from ..kernel.plugin_controls import OPTION_DISABLE
-from ..kernel.plugins import installed_manifest, plugin_name
+from ..agent import Agent
+from ..contract.errors import PluginLoadError
+from ..loading import OPTION_DISABLE, installed_manifest, plugin_name
 from .errors import usage_error
 
 __all__ = ["build_for_listing", "list_plugins", "report_broken", "show_tool"]

@@ -16,7 +16,7 @@ import json
 import sys
 from typing import Any
 
-from ..kernel.agent import Agent
+from ..agent import Agent
 
 __all__ = ["add_mcp_option", "mcp_command", "server_of"]
 

@@ -31,7 +31,7 @@ import time
 from collections.abc import Awaitable, Mapping
 from typing import Any, TextIO, TypeVar
 
-from ..kernel.events import event_to_json
+from ..events import event_to_json
 from ..signal import AbortSignal
 
 __all__ = ["JsonRenderer", "TerminalRenderer", "cut_notice"]

@@ -28,8 +28,8 @@ from typing import Any
 
 from dbos import DBOS
 
-from ..errors import Approval, ApprovalRequest
-from ..hookspecs import hookimpl
+from ..contract.decisions import Approval, ApprovalRequest
+from ..contract.markers import hookimpl
 from ..jsonable import to_jsonable
 from .credentials import verify
 from .serialization import RefusedRow

@@ -3,7 +3,7 @@
 A durable run writes each event here *before* its listeners and ``on_event`` observers
 see it, so an event anyone saw is journaled. After a crash the new worker replays the run
 from its checkpoints; events up to the last journaled ``seq`` are neither journaled nor
-delivered again (:func:`mainspring.kernel.replay.prepare_replay`), and numbering goes on
+delivered again (:class:`mainspring.RunOptions`), and numbering goes on
 from there. Any process can read a run's events (a UI, ``mainspring runs show --events``)
 with :func:`read_events`; rows are keyed ``(run_id, seq)``, so a reader that remembers the
 last ``seq`` it saw never sees an event twice.

@@ -20,7 +20,7 @@ from typing import Any
 
 from dbos import DBOS
 
-from ..kernel.agent import Agent
+from ..agent import Agent
 from .config import (
     DEFAULT_QUEUE,
     check_database,

@@ -9,7 +9,7 @@ result is the run's outcome and final transcript.
 
 After a crash DBOS runs the workflow again from the start: the model and the tools answer
 from their checkpoints, so the kernel goes through the same turns, and the events up to
-the last journaled one are not delivered again (:func:`~mainspring.kernel.replay.prepare_replay`).
+the last journaled one are not delivered again (:class:`~mainspring.RunOptions`).
 Plugins run again too, so gates, transforms, compaction and stop policies must decide
 the same way given the same checkpoints (``docs/durable.md``).
 """
@@ -23,8 +23,7 @@ from typing import Any
 
 from dbos import DBOS
 
-from ..kernel.agent import Agent
-from ..kernel.replay import prepare_replay
+from ..agent import Agent, RunOptions
 from ..message_json import encode_message
 from .approvals import DurableApprover
 from .config import WORKFLOW_NAME
@@ -120,14 +119,14 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
             durable_tool(tool)  # in place: gates see the objects the plugins registered
         bind_run(checkpoints)
         delivered = await asyncio.to_thread(journal.last_seq, run_id)
-        prepare_replay(agent, run_id, delivered, DurableProvider(agent.provider))
+        replay = RunOptions(run_id, delivered, DurableProvider(agent.provider))
         agent.subscribe(_journaling(journal, checkpoints))
         if RUNTIME.listen is not None:
             RUNTIME.listen(agent, run_id)
         RUNTIME.active[run_id] = agent
         if RUNTIME.report is not None:
             RUNTIME.report(f"run {run_id} started ({'resumed' if delivered else 'new'})")
-        end = await agent.prompt(spec["prompt"])
+        end = await agent.prompt(spec["prompt"], options=replay)
         if RUNTIME.report is not None:
             RUNTIME.report(
                 f"run {run_id} settled: {end.reason}, {agent.state.turns_completed} turns"

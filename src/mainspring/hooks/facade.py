@@ -1,7 +1,7 @@
 """The hook facade: every hook called with its rule from the hook table.
 
 The engine never calls ``pm.hook.x(...)``; it calls the methods of :class:`Hooks`. Each
-method is the hook's combining rule (:class:`~mainspring.hooks.table.Combine`) written as a
+method is the hook's combining rule (:class:`~mainspring.contract.table.Combine`) written as a
 loop over the hook's compiled plan (:mod:`mainspring.hooks.plan`); every implementation is
 called by one function, :meth:`Hooks.call`, and every exception is classified by one
 function, :func:`~mainspring.hooks.failures.failure_of` (after
@@ -18,15 +18,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, final
 
+from ..contract.decisions import Ask, Block, CompactionResult, Edit
+from ..contract.errors import HookError
+from ..contract.table import HOOKS, Failure
 from ..effects import UNTRUSTED, Labels
-from ..errors import Ask, Block, CompactionResult, Edit, HookError
 from ..messages import freeze
 from ..tools import ToolResult
 from ..workers import Owned, in_daemon_thread
 from .failures import failure_of, kernel_finding, passes_through, stalled, timed_out
 from .guard import Guard
 from .plan import HookRelay, Implementation
-from .table import HOOKS, Failure
 
 if TYPE_CHECKING:
     from ..messages import ToolCall
@@ -211,8 +212,10 @@ def _text(reason: object) -> str:
 class Hooks:
     """Calls every hook with its combining rule and failure semantics.
 
-    During a run, awaitable results are awaited under the run's :class:`Guard` with the
-    ``hooks.timeout_s`` deadline (see :meth:`begin_run`). What passes through untouched,
+    An agent's hooks are called outside any run (registration, ``resume()``'s check) with
+    a guard of their own; each run calls them through :meth:`bound`, whose awaitable
+    results are awaited under the run's :class:`Guard` with the ``hooks.timeout_s``
+    deadline. What passes through untouched,
     whatever the hook: ``StopRun``, ``KeyboardInterrupt``/``SystemExit``, the run's own
     cancellation and its abort. Every other exception, ``BaseException`` subclasses
     included, is the implementation's failure. An implementation that timed out or was
@@ -223,16 +226,22 @@ class Hooks:
 
     __slots__ = ("check_transcript", "guard", "relay", "timeout_s")
 
-    def __init__(self, relay: HookRelay, check_transcript: Check) -> None:
+    def __init__(
+        self,
+        relay: HookRelay,
+        check_transcript: Check,
+        guard: Guard | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
         self.relay = relay
         self.check_transcript = check_transcript
-        self.guard = Guard(0.0)
-        self.timeout_s: float | None = None
-
-    def begin_run(self, guard: Guard, timeout_s: float | None) -> None:
-        """Use ``guard`` and the per-call deadline ``timeout_s`` for the run starting."""
-        self.guard = guard
+        self.guard = Guard(0.0) if guard is None else guard
         self.timeout_s = timeout_s
+
+    def bound(self, guard: Guard, timeout_s: float | None) -> Hooks:
+        """These hooks for one run: awaited under ``guard``, each call within ``timeout_s``
+        (the same implementations and plans; this object is not changed)."""
+        return Hooks(self.relay, self.check_transcript, guard, timeout_s)
 
     # -- the one call path ----------------------------------------------------------------
 

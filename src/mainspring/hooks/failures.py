@@ -6,17 +6,17 @@ untouched: :class:`~mainspring.StopRun` (a deliberate end of the run),
 guard is aborted) and the cancellation of the task running the hook. Every other
 exception, ``BaseException`` subclasses included, is the implementation's failure, turned
 into a :class:`~mainspring.HookError` naming the plugin; what that failure then means is the
-hook's rule in :mod:`mainspring.hooks.table`.
+hook's rule in :mod:`mainspring.contract.table`.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from ..errors import HookError, HookTimeoutError, StopRun
+from ..contract.errors import HookError, HookTimeoutError, StopRun
+from ..contract.table import HOOKS
 from ..signal import RunAborted
 from .guard import Guard
-from .table import HOOKS
 
 __all__ = ["failure_of", "kernel_finding", "passes_through", "stalled", "timed_out"]
 

@@ -33,7 +33,7 @@ import types
 from collections.abc import Awaitable, Generator
 from typing import Any, Literal, final
 
-from ..errors import HookTimeoutError
+from ..contract.errors import HookTimeoutError
 from ..logs import get_logger
 from ..signal import RunAborted
 

@@ -7,7 +7,7 @@ kernel's essential fallbacks after everything), and compiles each into an
 :class:`Implementation` whose ``call(args)`` takes the hook's arguments as one tuple in
 the order of its hookspec and passes the implementation the ones it asked for. The
 specialisation is chosen here, from the implementation's signature and the hook's rules
-(:mod:`mainspring.hooks.table`), once per plan:
+(:mod:`mainspring.contract.table`), once per plan:
 
 - a leading run of the spec's arguments (``def on_event(event)``, the usual case) is a
   direct call with those;
@@ -28,16 +28,12 @@ from typing import Any, TypeVar, final
 
 import pluggy
 
-from .table import HOOKS
+from ..contract.markers import is_nonblocking, is_redactor, wanted_predicate
+from ..contract.table import HOOKS
 
 __all__ = [
     "HookRelay",
     "Implementation",
-    "is_nonblocking",
-    "is_redactor",
-    "nonblocking",
-    "observes_when",
-    "redactor",
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -73,79 +69,6 @@ class Implementation:
     redactor: bool = False
     wanted: Callable[[Any], bool] | None = None
     """For an ``on_event`` observer marked :func:`observes_when`: its predicate."""
-
-
-_REDACTOR = "mainspring_redactor"
-_NONBLOCKING = "mainspring_nonblocking"
-_WANTED = "mainspring_observes_when"
-
-
-def redactor(function: _F) -> _F:
-    """Mark an ``after_tool_result`` or ``filter_tool_update`` implementation a redactor.
-
-    Stack it under ``@mainspring.hookimpl``. A redactor is called after every
-    implementation of the same hook that is not one, whatever their ``tryfirst`` or
-    ``trylast`` (among redactors, pluggy's order holds), so it sees, and can clean, what
-    every other filter produced.
-    """
-    setattr(function, _REDACTOR, True)
-    return function
-
-
-def is_redactor(function: Callable[..., Any]) -> bool:
-    """Whether ``function`` was marked with :func:`redactor`."""
-    return getattr(function, _REDACTOR, False) is True
-
-
-def nonblocking(function: _F) -> _F:
-    """Mark a plain ``def`` hook implementation as one that returns at once.
-
-    Stack it under ``@mainspring.hookimpl``. A plugin's plain ``def`` of a hook called
-    once per tool call or turn (a gate, a result filter, a transform, ...) is otherwise
-    called in a worker thread, so that one that blocks cannot freeze the event loop.
-    Marked, it is called on the loop, as ``on_event`` implementations are: the mark is a
-    promise that it only computes (no I/O, no lock, no waiting). One that blocks anyway
-    blocks the loop, and ``abort()`` and ``hooks.timeout_s`` with it.
-    """
-    setattr(function, _NONBLOCKING, True)
-    return function
-
-
-def is_nonblocking(function: Callable[..., Any]) -> bool:
-    """Whether ``function`` was marked with :func:`nonblocking`."""
-    return getattr(function, _NONBLOCKING, False) is True
-
-
-def observes_when(predicate: Callable[[Any], bool]) -> Callable[[_F], _F]:
-    """Mark an ``on_event`` implementation as needed only when ``predicate(agent)`` holds.
-
-    Stack it under ``@mainspring.hookimpl``. The kernel asks ``predicate(agent)`` when it
-    prepares a run's event delivery (at the run's start, and again if plugins or
-    subscribers change during the run); while it is false the implementation is not
-    called for that run's events at all, so an observer that is switched off (a log
-    below its level, tracing not configured, no session file) costs nothing per event.
-    A predicate that raises counts as true: the observer is called, and decides itself.
-    """
-
-    def mark(function: _F) -> _F:
-        setattr(function, _WANTED, predicate)
-        return function
-
-    return mark
-
-
-def _wanted(function: Callable[..., Any]) -> Callable[[Any], bool] | None:
-    predicate = getattr(function, _WANTED, None)
-    if predicate is None:
-        return None
-
-    def wanted(agent: Any) -> bool:
-        try:
-            return bool(predicate(agent))
-        except Exception:
-            return True
-
-    return wanted
 
 
 # -- the specialisations ------------------------------------------------------------------
@@ -238,7 +161,7 @@ def compile_implementation(
         threaded=threaded,
         trusted=trusted,
         redactor=is_redactor(function),
-        wanted=_wanted(function) if hook == "on_event" else None,
+        wanted=wanted_predicate(function) if hook == "on_event" else None,
     )
 
 

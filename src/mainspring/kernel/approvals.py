@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
 from ..approval_scopes import ArgumentScope, same_arguments
-from ..errors import Approval, ApprovalRequest, HookError, HookTimeoutError
+from ..contract.decisions import Approval, ApprovalRequest
+from ..contract.errors import HookError, HookTimeoutError
 from ..messages import thaw
 
 if TYPE_CHECKING:
-    from .events import DecidedBy
+    from ..events import DecidedBy
     from .run import Run
 
 __all__ = ["Decision", "PendingApprovals", "Remembered", "decide_approvals", "remembrance"]

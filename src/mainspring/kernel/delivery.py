@@ -8,7 +8,7 @@ subscribers or the plugins change, and called in order, one event at a time.
 Delivery is synchronous until a step returns an awaitable: then the rest of the delivery
 is returned as an awaitable for the caller to await before it goes on (``None`` when every
 step finished at once, the usual case). Awaitables are awaited under the run's
-:class:`~mainspring.kernel.guard.Guard`: an abort cuts them, and one still running after
+:class:`~mainspring.hooks.guard.Guard`: an abort cuts them, and one still running after
 ``hooks.timeout_s`` is cancelled.
 
 Failure semantics: a step that *raises* fails the run (the first failure is raised after
@@ -23,7 +23,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, final
 
-from ..errors import HookError, HookTimeoutError, StopRun
+from ..contract.errors import HookError, HookTimeoutError, StopRun
 from ..hooks.failures import failure_of, passes_through
 from ..hooks.plan import HookRelay
 from ..logs import get_logger
@@ -110,7 +110,7 @@ class Delivery:
         """Steps that timed out or were detached, for ``hook_error`` events."""
         self.quiet_through = 0
         """Events with a ``seq`` up to this one are not delivered: a replayed run's
-        listeners already saw them (see :mod:`mainspring.kernel.replay`)."""
+        listeners already saw them (see :class:`~mainspring.RunOptions`)."""
         self._listeners: tuple[Any, ...] | None = None
         self._version = -1
         self._plan: tuple[_Step, ...] = ()
@@ -118,7 +118,7 @@ class Delivery:
     def plan(self, listeners: tuple[Any, ...]) -> tuple[_Step, ...]:
         """The delivery plan for ``listeners`` then the current observers (cached).
 
-        An observer marked :func:`~mainspring.hooks.plan.observes_when` is left out of
+        An observer marked :func:`~mainspring.contract.markers.observes_when` is left out of
         the plan while its predicate says it has nothing to do for this agent.
         """
         relay = self.relay

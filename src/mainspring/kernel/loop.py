@@ -14,12 +14,12 @@ from typing import Any
 
 import structlog
 
-from ..errors import HookError, StopRun, describe_error
+from ..contract.errors import HookError, StopRun, describe_error
+from ..events import AgentEnd, AgentEndReason, AgentStart, MessageEnd
 from ..logs import get_logger
 from ..messages import AssistantMessage, ToolCall
 from ..signal import RunAborted
 from .delivery import ListenerError
-from .events import AgentEnd, AgentEndReason, AgentStart, MessageEnd
 from .next_turn import prepare_next_turn
 from .request import request_reply
 from .run import Run

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, final
 
-from ..errors import HookError, NextTurn
+from ..contract.decisions import NextTurn
+from ..contract.errors import HookError
+from ..invariants import transcript_problem
 from ..providers.base import Model
-from .assembly import checked_prompt, checked_thinking, resolve_model
-from .invariants import transcript_problem
+from .arguments import checked_prompt, checked_thinking, resolve_model
 
 if TYPE_CHECKING:
     from ..providers.base import Provider, ThinkingLevel
@@ -69,7 +70,7 @@ class _Change:
             self.provider: Provider | None = None
             if value.model is not None:
                 self.model = _model(run, value.model)
-                self.provider = run.agent.provider_for(self.model)
+                self.provider = run.options.provider or run.agent.provider_for(self.model)
         except (TypeError, ValueError) as error:
             raise HookError(HOOK, plugin, str(error)) from None
 

@@ -16,13 +16,13 @@ import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..contract.errors import HookError, describe_error
 from ..effects import join_labels, message_labels
-from ..errors import HookError, describe_error
+from ..events import CompactionEnd, CompactionStart, MessageEnd, MessageStart, Retry
 from ..logs import get_logger
 from ..messages import AssistantMessage, CompactionSummary, TextContent, trusted_construct
 from ..providers.base import ModelRequest, ProviderError, StreamDone, StreamEvent
 from ..signal import RunAborted
-from .events import CompactionEnd, CompactionStart, MessageEnd, MessageStart, Retry, message_update
 from .stream import StreamAssembler
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ async def prepare_messages(run: Run) -> tuple[Any, ...]:
 
 async def count_tokens(run: Run, messages: tuple[Any, ...]) -> int:
     """The request's size per ``count_tokens`` (the built-in estimate if all fail)."""
-    from .estimate import estimate_tokens
+    from ..estimate import estimate_tokens
 
     transcript = run.core.messages
     # the request is the transcript itself: the built-in estimate is already known
@@ -134,7 +134,7 @@ async def compact(run: Run, reason: str, tokens_before: int) -> bool:
             tokens_after = await count_tokens(run, await prepare_messages(run))
         except BaseException:
             # the compaction took effect: report it as such before the failure goes on
-            from .estimate import estimate_tokens
+            from ..estimate import estimate_tokens
 
             run.compacting = None
             await run.emit(
@@ -202,14 +202,14 @@ async def _stream(
         max_argument_depth=limits.max_argument_depth,
         max_argument_bytes=limits.max_argument_bytes,
     )
-    core, signal, run_id = run.core, run.signal, run.run_id
+    core, signal = run.core, run.signal
     started = False
     failure: BaseException | None = None
     if not signal.aborted:
         iterator = aiter(run.provider.stream(request, signal))
         next_delta = iterator.__anext__
-        turn = core.turn  # one request belongs to one turn
-        watch, provider, deliver = run.guard.watch, run.provider, run.delivery.deliver
+        emit_update = run.update_emitter()
+        watch, provider = run.guard.watch, run.provider
         try:
             while True:  # leaves on the stream's end, a failure, or an abort
                 try:
@@ -240,10 +240,7 @@ async def _stream(
                 assembler.add(delta)
                 # the partial message is built only if someone reads it (from the event
                 # or from the state, which share it)
-                core.seq += 1
-                update = message_update(core.seq, run_id, turn, assembler.snapshot(), delta)
-                core.streaming = update
-                pending = deliver(update, core.listeners)
+                pending = emit_update(assembler.snapshot(), delta)
                 if pending is not None:
                     await pending
                 if signal.aborted:

@@ -1,29 +1,26 @@
-"""One run's context: event emission, the phase machine, turns and transcript writes.
+"""One run's context: its guard, its delivery, the hooks bound to them, event emission,
+the phase machine, turns and transcript writes.
 
-Every event of a run is emitted here, by the run's own task, one at a time: subscribers
-first (in subscription order, awaited), then ``on_event`` implementations. State is
-changed *before* the event that reports it is emitted. Once the run is failing, emission
-is "safe": a raising listener is logged and never looped on.
+:class:`Run` is made for each ``prompt()``/``resume()`` and dropped when the run ends.
+Every event of a run is numbered and emitted here, and nowhere else (:meth:`Run.emit`,
+and :meth:`Run.update_emitter` for the per-delta ``message_update``), by the run's own
+task, one at a time: subscribers first (in subscription order, awaited), then
+``on_event`` implementations. State is changed *before* the event that reports it is
+emitted. Once the run is failing, emission is "safe": a raising listener is logged and
+never looped on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, final
 
 import structlog
 
-from ..errors import HookError
-from ..hooks.facade import Hooks
-from ..hooks.guard import Guard
-from ..logs import get_logger
-from ..messages import AssistantMessage, ToolResultMessage
-from ..tools import ToolResult
-from .approvals import PendingApprovals
-from .delivery import Delivery, ListenerError
-from .events import (
+from ..contract.errors import HookError
+from ..events import (
     BUILDERS,
     CompactionEnd,
     HookErrorEvent,
@@ -33,13 +30,22 @@ from .events import (
     PhaseChange,
     TurnEnd,
     TurnStart,
+    message_update,
 )
-from .signal import AbortSignal
+from ..hooks.facade import Hooks
+from ..hooks.guard import Guard
+from ..logs import get_logger
+from ..messages import AssistantMessage, ToolResultMessage
+from ..signal import AbortSignal
+from ..tools import ToolResult
+from .approvals import PendingApprovals
+from .delivery import Delivery, ListenerError
 
 if TYPE_CHECKING:
     from ..providers.base import Model, Provider, ThinkingLevel
     from ..settings import Settings
     from ..tools import Tool
+    from .options import RunOptions
     from .state import Core
 
 __all__ = ["ListenerError", "Run"]
@@ -66,6 +72,7 @@ class Run:
         "model",
         "new_messages",
         "opening",
+        "options",
         "provider",
         "run_id",
         "sent",
@@ -93,10 +100,10 @@ class Run:
         provider: Provider,
         model: Model,
         settings: Settings,
+        options: RunOptions,
     ) -> None:
         self.agent = agent
         self.core = core
-        self.hooks = hooks
         self.run_id = run_id
         self.provider = provider
         self.model = model
@@ -107,10 +114,13 @@ class Run:
         """The agent's tool map ``tools`` was copied from: a new one is taken at a turn."""
         self.signal = AbortSignal()
         self.guard = Guard(settings.hooks.abort_grace_s)
-        hooks.begin_run(self.guard, settings.hooks.timeout_s)
+        self.hooks = hooks.bound(self.guard, settings.hooks.timeout_s)
+        """The agent's hooks bound to this run's guard and deadline."""
         self.delivery = Delivery(
             hooks.relay, agent, self.signal, self.guard, settings.hooks.timeout_s
         )
+        self.delivery.quiet_through = options.delivered_through
+        self.options = options
         self.task: asyncio.Task[Any] | None = None
         self.last_event: Any = None
         """The last event emitted (``agent_end`` once the run is over: its outcome)."""
@@ -191,6 +201,25 @@ class Run:
         if failed is not None:
             raise failed
         return event
+
+    def update_emitter(self) -> Callable[[Any, Any], Awaitable[None] | None]:
+        """The emitter of one model request's ``message_update`` events (the per-delta path).
+
+        ``emit(message, delta)`` numbers the event, makes it the state's streaming message
+        and delivers it; it returns ``None`` when the delivery finished at once, else an
+        awaitable the caller must await before it goes on. One request belongs to one
+        turn: the turn is read when the emitter is made.
+        """
+        core, run_id, turn = self.core, self.run_id, self.core.turn
+        deliver = self.delivery.deliver
+
+        def emit(message: Any, delta: Any) -> Awaitable[None] | None:
+            core.seq = seq = core.seq + 1
+            update = message_update(seq, run_id, turn, message, delta)
+            core.streaming = update
+            return deliver(update, core.listeners)
+
+        return emit
 
     def deliver(self, event: Any) -> Awaitable[None] | None:
         """Deliver ``event`` to every subscriber, then to ``on_event`` (see

@@ -1,4 +1,5 @@
-"""Agent state: the mutable core the kernel owns, and the frozen snapshot everyone else sees."""
+"""Agent state: the mutable core the kernel owns (the frozen snapshot everyone else sees is
+:class:`~mainspring.contract.state.AgentState`)."""
 
 from __future__ import annotations
 
@@ -6,45 +7,16 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast, final
 
+from ..contract.state import AgentState
+from ..events import MessageUpdate, Phase
 from ..messages import AssistantMessage
-from .events import MessageUpdate, Phase
 
 if TYPE_CHECKING:
     from ..providers.base import Model, ThinkingLevel
     from ..tools import Tool
     from .transcript import Transcript
 
-__all__ = ["AgentState", "Core"]
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class AgentState:
-    """An immutable snapshot of an agent.
-
-    ``messages`` is the transcript; ``streaming_message`` the assistant message being
-    streamed (``None`` otherwise); ``pending_tool_calls`` the ids between their
-    ``tool_execution_start`` and ``tool_execution_end``; ``error_message`` the text of the
-    last run's failure (cleared when the next run starts). ``run_id`` and ``turn`` locate
-    the snapshot in the active run (``None`` when idle / outside a turn);
-    ``turns_completed`` counts the turns the active (or last) run has ended.
-    """
-
-    messages: tuple[Any, ...]
-    tools: tuple[Tool, ...]
-    system_prompt: str
-    model: Model
-    thinking_level: ThinkingLevel
-    phase: Phase
-    is_streaming: bool
-    streaming_message: AssistantMessage | None
-    pending_tool_calls: frozenset[str]
-    error_message: str | None
-    steering_queue: tuple[Any, ...]
-    follow_up_queue: tuple[Any, ...]
-    run_id: str | None = None
-    turn: int | None = None
-    turns_completed: int = 0
+__all__ = ["Core"]
 
 
 @final
@@ -76,9 +48,6 @@ class Core:
     file_locks: Any = None
     remembered_approvals: list[Any] = field(default_factory=list)
     """``Remembered`` approvals: calls allowed for the rest of the session."""
-    next_run: tuple[str, int] | None = None
-    """Set by :func:`~mainspring.kernel.replay.prepare_replay` for the next run only: its
-    ``run_id`` and the last ``seq`` already delivered (not delivered again)."""
 
     @property
     def streaming_message(self) -> AssistantMessage | None:

@@ -14,6 +14,7 @@ import json
 import time
 from typing import Any, final
 
+from ..events import PartialMessage
 from ..messages import (
     AssistantMessage,
     StopReason,
@@ -35,7 +36,7 @@ from ..providers.base import (
     UsageReport,
 )
 
-__all__ = ["PartialMessage", "StreamAssembler"]
+__all__ = ["StreamAssembler"]
 
 
 @final
@@ -70,28 +71,6 @@ def nesting_exceeds(value: Any, limit: int) -> bool:
 
 def _nests(value: Any) -> bool:
     return isinstance(value, dict | list | tuple)
-
-
-@final
-class PartialMessage(tuple[Any, ...]):
-    """The message as it stood at one delta, not yet built: cheap to take, built on demand.
-
-    ``(assembler, prefix, tail_kind, tail_pieces, tail_count, tail_signature, usage)``:
-    the built blocks before an open text or thinking block, and that block as the first
-    ``tail_count`` of its pieces. Everything it refers to is immutable or append-only, so
-    :meth:`build` returns the same message whenever it is called.
-    """
-
-    __slots__ = ()
-
-    def build(self) -> AssistantMessage:
-        """The partial :class:`~mainspring.AssistantMessage` this snapshot stands for."""
-        assembler, prefix, kind, pieces, count, signature, usage = self
-        if kind is not None:
-            text = assembler.joined(pieces, count)
-            prefix = (*prefix, _build_text(kind, text, signature))
-        message: AssistantMessage = assembler.message(prefix, usage)
-        return message
 
 
 def _build_text(kind: str, text: str, signature: str | None) -> Any:
@@ -336,6 +315,14 @@ class StreamAssembler:
                 (self, prefix, last.kind, last.pieces, len(last.pieces), last.signature, self.usage)
             )
         return PartialMessage((self, prefix, None, None, 0, None, self.usage))
+
+    def build_partial(self, snapshot: PartialMessage) -> AssistantMessage:
+        """The partial message ``snapshot`` (taken by :meth:`snapshot`) stands for."""
+        _, prefix, kind, pieces, count, signature, usage = snapshot
+        if kind is not None:
+            text = self.joined(pieces, count)
+            prefix = (*prefix, _build_text(kind, text, signature))
+        return self.message(prefix, usage)
 
     def partial(self) -> AssistantMessage:
         """The message so far (tool calls still streaming have ``arguments={}``)."""

@@ -20,8 +20,8 @@ from typing import Any, final
 from pydantic import BaseModel
 
 from ..messages import ImageContent, TextContent
+from ..signal import AbortSignal
 from ..tools import ToolResult
-from .signal import AbortSignal
 
 __all__ = ["CallContext", "FileLocks", "cap", "to_result"]
 

@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, Any, final
 import structlog
 from pydantic import BaseModel
 
-from ..errors import ApprovalRequest, HookTimeoutError
+from ..contract.decisions import ApprovalRequest
+from ..contract.errors import HookTimeoutError
+from ..events import (
+    ToolApprovalRequest,
+    ToolDecision,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+)
 from ..hooks.guard import MIN_WAIT_S, Guard
 from ..jsonable import to_jsonable
 from ..logs import get_logger
@@ -33,16 +41,9 @@ from ..messages import (
     ToolResultMessage,
     thaw,
 )
+from ..signal import RunAborted
 from ..tools import Tool, ToolArgumentsError, ToolResult
 from .approvals import Decision, PendingApprovals, decide_approvals, remembered, remembrance
-from .events import (
-    ToolApprovalRequest,
-    ToolDecision,
-    ToolExecutionEnd,
-    ToolExecutionStart,
-    ToolExecutionUpdate,
-)
-from .signal import RunAborted
 from .tool_context import CallContext, FileLocks, cap, to_result
 from .tool_meaning import gate_inputs, label_result
 

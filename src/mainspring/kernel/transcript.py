@@ -6,7 +6,7 @@ So :class:`Transcript` keeps its tuple form until the next change, and knows whe
 its messages are *sendable* (user and tool-result messages, and assistant replies that
 completed: what the default ``convert_to_llm`` passes on unchanged) by counting the ones
 that are not as they come in, and keeps the built-in token estimate current (a
-:class:`~mainspring.kernel.estimate.RunningEstimate`): each message is looked at once.
+:class:`~mainspring.estimate.RunningEstimate`): each message is looked at once.
 Every change goes through :meth:`append`, :meth:`replace` or :meth:`clear`.
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, final, overload
 
-from .estimate import RunningEstimate
-from .invariants import is_sendable
+from ..estimate import RunningEstimate
+from ..invariants import is_sendable
 
 __all__ = ["Transcript"]
 

@@ -32,7 +32,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import PluginLoadError
+from ..contract.errors import PluginLoadError
 from ..logs import get_logger
 from ..plugins.mcp import servers_from_json
 from ..settings import McpServerSettings
@@ -43,7 +43,7 @@ from .launch import expand_variables
 from .tools import RESOURCE_TOOL, McpResourceTool, McpTool
 
 if TYPE_CHECKING:
-    from ..kernel.agent import Agent
+    from ..agent import Agent
 
 __all__ = ["bind", "configured_servers", "report"]
 

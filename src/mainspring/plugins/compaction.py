@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..contract.decisions import CompactionResult
+from ..contract.markers import hookimpl
 from ..effects import join_labels, message_labels
-from ..errors import CompactionResult
-from ..hookspecs import hookimpl
 from ..messages import AssistantMessage, CompactionSummary, ToolResultMessage
 from .tokens import estimate_tokens, tail_tokens
 

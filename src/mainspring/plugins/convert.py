@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hookspecs import hookimpl
-from ..kernel.invariants import is_sendable
+from ..contract.markers import hookimpl
+from ..invariants import is_sendable
 from ..messages import AssistantMessage, CompactionSummary, ToolResultMessage, UserMessage
 
 __all__ = ["convert_to_llm", "is_sendable", "render_summary"]

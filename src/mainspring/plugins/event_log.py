@@ -10,8 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..hooks.plan import observes_when
-from ..hookspecs import hookimpl
+from ..contract.markers import hookimpl, observes_when
 from ..logs import get_logger
 
 __all__ = ["on_event"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import StopRun
-from ..hookspecs import hookimpl
+from ..contract.errors import StopRun
+from ..contract.markers import hookimpl
 
 __all__ = ["should_stop_after_turn"]
 

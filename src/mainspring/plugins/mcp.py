@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ..hookspecs import hookimpl
+from ..contract.markers import hookimpl
 from ..settings import McpServerSettings, Settings
 
 if TYPE_CHECKING:
-    from ..kernel.agent import Agent
+    from ..agent import Agent
     from ..tools import Tool
 
 

@@ -26,8 +26,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..hooks.plan import observes_when, redactor
-from ..hookspecs import hookimpl
+from ..contract.markers import hookimpl, observes_when, redactor
 from ..logs import get_logger
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, final
 
-from ..hookspecs import hookimpl
+from ..contract.markers import hookimpl
 from ..providers.local_templates import TURN_FORMATS
 
 __all__ = ["LazyProvider", "local_options", "register_providers"]

@@ -45,8 +45,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from ..hooks.plan import observes_when
-from ..hookspecs import hookimpl
+from ..contract.markers import hookimpl, observes_when
 from ..logs import get_logger
 from ..session_approvals import encode_approval
 from ..session_files import FileState, claim_for, file_state, inspect_session, try_lock

@@ -1,6 +1,6 @@
 """Built-in (essential): the token estimate behind ``count_tokens``.
 
-The estimate itself lives in the kernel (:mod:`mainspring.kernel.estimate`), which keeps
+The estimate itself lives in the kernel (:mod:`mainspring.estimate`), which keeps
 it current as messages arrive; this plugin answers ``count_tokens`` with it, after every
 other implementation.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hookspecs import hookimpl
-from ..kernel.estimate import IMAGE_TOKENS, RunningEstimate, estimate_tokens, tail_tokens
+from ..contract.markers import hookimpl
+from ..estimate import IMAGE_TOKENS, RunningEstimate, estimate_tokens, tail_tokens
 
 __all__ = ["IMAGE_TOKENS", "RunningEstimate", "count_tokens", "estimate_tokens", "tail_tokens"]
 

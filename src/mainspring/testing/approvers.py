@@ -18,8 +18,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
-from ..errors import Approval, ApprovalRequest
-from ..hookspecs import hookimpl
+from ..contract.decisions import Approval, ApprovalRequest
+from ..contract.markers import hookimpl
 
 __all__ = ["EXHAUSTED", "ScriptedApprover", "approve_all", "deny_all", "scripted_approver"]
 

@@ -28,12 +28,10 @@ def check_entry_point(distribution: str, *, group: str = "mainspring") -> dict[s
     from importlib_metadata import PackageNotFoundError
     from importlib_metadata import distribution as find
 
-    from ..errors import PluginLoadError
-    from ..kernel.agent import Agent
-    from ..kernel.plugin_controls import normalise
-    from ..kernel.plugin_installs import stale_install
-    from ..kernel.plugin_scan import installed
-    from ..plugin_hooks import implemented_hooks
+    from ..agent import Agent
+    from ..contract.errors import PluginLoadError
+    from ..contract.markers import implemented_hooks
+    from ..loading import installed, normalise, stale_install
     from .faux import FauxProvider
 
     try:

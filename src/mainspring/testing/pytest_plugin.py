@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ..kernel.agent import Agent
+    from ..agent import Agent
     from ..settings import Settings
     from .faux import FauxProvider
     from .recorder import EventRecorder
@@ -188,7 +188,7 @@ def agent(
     agent_model: Any,
 ) -> Iterator[Agent]:
     """An agent on ``faux_provider`` with ``recorder`` subscribed; grammar-checked after."""
-    from ..kernel.agent import Agent
+    from ..agent import Agent
     from ..settings import Settings
     from .grammar import check_event_grammar
 

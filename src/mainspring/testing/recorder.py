@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, TypeVar, overload
 
-from ..kernel.events import Event, MessageEnd
+from ..events import Event, MessageEnd
 from ..signal import AbortSignal
 from .grammar import check_event_grammar
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from ..kernel.agent import Agent
+from ..agent import Agent
 from .faux import FauxProvider
 from .grammar import check_event_grammar
 from .recorder import EventRecorder

@@ -10,7 +10,7 @@ Configure the refused name through the agent's settings::
     Settings(plugin_options={"mainspring-hello-plugin": {"refuse": "Moriarty"}})
 
 A plugin is just a module with ``@hookimpl`` functions named after hooks; each takes
-only the hook parameters it needs (see ``mainspring.hookspecs`` for every hook).
+only the hook parameters it needs (see ``mainspring.contract.hookspecs`` for every hook).
 """
 
 from __future__ import annotations

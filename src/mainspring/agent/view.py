@@ -1,6 +1,7 @@
-"""What a plugin sees of the agent: :class:`AgentView`, scoped by the plugin's capabilities.
+"""What a plugin sees of the agent: :class:`ScopedView`, the :class:`~mainspring.AgentView`
+scoped by the plugin's capabilities.
 
-Hooks are handed an :class:`AgentView` where their spec says ``agent``, never the
+Hooks are handed a :class:`ScopedView` where their spec says ``agent``, never the
 :class:`~mainspring.Agent` itself (mainspring's own built-in plugins excepted). A view
 reads what any plugin may read (settings, state, the tools' owners, the providers, the
 registered plugins as immutable records) and acts only as the plugin's *granted*
@@ -30,24 +31,25 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, final
 
-from ..errors import CapabilityError
-from .capabilities import CAPABILITIES, CAPABILITY_OF, PROTECTIVE
-from .plugin_controls import normalise
-from .plugins import plugin_name
+from ..contract.errors import CapabilityError
+from ..loading.capabilities import CAPABILITIES, CAPABILITY_OF, PROTECTIVE
+from ..loading.controls import normalise
+from ..loading.loader import plugin_name
 
 if TYPE_CHECKING:
+    from ..contract.agent_view import Listener
+    from ..contract.plugin_info import PluginInfo
+    from ..contract.state import AgentState
     from ..providers.base import Model, Provider
     from ..settings import Settings
-    from .agent import Agent, Listener
-    from .plugin_set import PluginInfo
-    from .state import AgentState
+    from .agent import Agent
 
-__all__ = ["AgentView"]
+__all__ = ["ScopedView", "view_factory"]
 
 
 @final
-class AgentView:
-    """One plugin's view of one agent (see the module)."""
+class ScopedView:
+    """One plugin's view of one agent (see the module): an :class:`~mainspring.AgentView`."""
 
     __slots__ = ("__agent", "__plugin", "__weakref__")
 
@@ -230,14 +232,14 @@ def _names(capabilities: frozenset[str]) -> str:
     return ", ".join(sorted(capabilities)) or "none"
 
 
-def view_factory(agent: Agent) -> Callable[[str], AgentView]:
-    """One :class:`AgentView` per plugin name of ``agent``, made on first use."""
-    views: dict[str, AgentView] = {}
+def view_factory(agent: Agent) -> Callable[[str], ScopedView]:
+    """One :class:`ScopedView` per plugin name of ``agent``, made on first use."""
+    views: dict[str, ScopedView] = {}
 
-    def view_of(plugin: str) -> AgentView:
+    def view_of(plugin: str) -> ScopedView:
         view = views.get(plugin)
         if view is None:
-            view = views[plugin] = AgentView(agent, plugin)
+            view = views[plugin] = ScopedView(agent, plugin)
         return view
 
     return view_of

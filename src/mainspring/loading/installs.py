@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from ..errors import PluginLoadError
-from .plugin_controls import normalise
-from .plugin_scan import installed
+from ..contract.errors import PluginLoadError
+from .controls import normalise
+from .scan import installed
 
 if TYPE_CHECKING:
     from importlib_metadata import EntryPoint, IDistribution

@@ -23,27 +23,24 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from .hooks.table import HOOKS
+from .markers import PROJECT
+from .table import HOOKS
 
 if TYPE_CHECKING:
-    from .effects import Labels
-    from .errors import Approval, ApprovalRequest, Ask, Block, CompactionResult, Edit, NextTurn
-    from .kernel.agent_view import AgentView
-    from .kernel.events import Event
-    from .kernel.state import AgentState
-    from .messages import AssistantMessage, ToolCall
-    from .provenance import Provenance
-    from .providers.base import Model, Provider
-    from .signal import AbortSignal
-    from .tools import Tool, ToolResult
+    from ..effects import Labels
+    from ..events import Event
+    from ..messages import AssistantMessage, ToolCall
+    from ..provenance import Provenance
+    from ..providers.base import Model, Provider
+    from ..signal import AbortSignal
+    from ..tools import Tool, ToolResult
+    from .agent_view import AgentView
+    from .decisions import Approval, ApprovalRequest, Ask, Block, CompactionResult, Edit, NextTurn
+    from .state import AgentState
 
-__all__ = ["ASYNC_HOOKS", "PROJECT", "SYNC_HOOKS", "hookimpl", "hookspec"]
-
-PROJECT = "mainspring"
+__all__ = ["ASYNC_HOOKS", "SYNC_HOOKS", "hookspec"]
 
 hookspec = pluggy.HookspecMarker(PROJECT)
-hookimpl = pluggy.HookimplMarker(PROJECT)
-"""Marks a plugin function as a hook implementation (``tryfirst``/``trylast`` accepted)."""
 
 
 # -- context -----------------------------------------------------------------------------

@@ -29,15 +29,15 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import PluginLoadError
-from ..hooks.table import HOOKS
+from ..contract.errors import PluginLoadError
+from ..contract.table import HOOKS
 from ..logs import get_logger
-from .plugin_controls import normalise
+from .controls import normalise
 
 if TYPE_CHECKING:
     from importlib_metadata import EntryPoint
 
-    from .plugin_set import PluginInfo
+    from ..contract.plugin_info import PluginInfo
 
 __all__ = [
     "CAPABILITIES",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages import LLM_ROLES, AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from .messages import LLM_ROLES, AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 
 __all__ = ["is_sendable", "transcript_problem"]
 

@@ -16,7 +16,7 @@ unregistered, and :attr:`PluginSet.infos` follows later registrations and unregi
 Loading is paid once per process: the entry-point scan is cached (rescanned when
 ``sys.path`` or one of its directories changes, or after :func:`rescan_installed_plugins`),
 imported plugin modules stay in ``sys.modules``, and what pluggy reads off a plugin
-module is remembered (see :class:`~mainspring.kernel.plugin_set.KernelManager`).
+module is remembered (see :class:`~mainspring.loading.plugin_set.KernelManager`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ from typing import TYPE_CHECKING, Any, ParamSpec
 
 import pluggy
 
-from ..errors import PluginLoadError
+from ..contract.errors import PluginLoadError
+from ..contract.plugin_info import PluginInfo
 from ..logs import get_logger
+from .builtins import BUILTIN_PLUGINS
 from .capabilities import ManifestPolicy, check_manifest
-from .plugin_controls import (
+from .controls import (
     ENV_AUTOLOAD,
     OPTION_AUTOLOAD,
     DisabledPlugin,
@@ -44,33 +46,19 @@ from .plugin_controls import (
     plugin_controls,
     required_problems,
 )
-from .plugin_installs import with_install_diagnosis
-from .plugin_scan import (
-    ENTRY_POINT_GROUP,
-    Installed,
-    rescan_installed_plugins,
-)
-from .plugin_scan import installed as _installed
-from .plugin_scan import manifests as _manifests
-from .plugin_set import (
-    KernelManager,
-    PluginInfo,
-    PluginSet,
-    disable_hint,
-    hooks_of,
-    required_hint,
-    validate,
-)
+from .installs import with_install_diagnosis
+from .plugin_set import KernelManager, PluginSet, disable_hint, hooks_of, required_hint, validate
+from .scan import ENTRY_POINT_GROUP, Installed, rescan_installed_plugins
+from .scan import installed as _installed
+from .scan import manifests as _manifests
 
 if TYPE_CHECKING:
     from importlib_metadata import EntryPoint
 
 __all__ = [
-    "BUILTIN_PLUGINS",
     "ENTRY_POINT_GROUP",
     "DisabledPlugin",
     "PluginControls",
-    "PluginInfo",
     "PluginSet",
     "disable_hint",
     "installed_manifest",
@@ -81,20 +69,6 @@ __all__ = [
 ]
 
 _log = get_logger(__name__)
-
-BUILTIN_PLUGINS: tuple[tuple[str, str, bool], ...] = (
-    # (name, module, essential)
-    ("convert_to_llm", "mainspring.plugins.convert", True),
-    ("token_estimate", "mainspring.plugins.tokens", True),
-    ("fallback_compaction", "mainspring.plugins.compaction", True),
-    ("providers", "mainspring.plugins.providers", False),
-    ("max_turns", "mainspring.plugins.max_turns", False),
-    ("session_writer", "mainspring.plugins.session_writer", False),
-    ("event_log", "mainspring.plugins.event_log", False),
-    ("mcp", "mainspring.plugins.mcp", False),
-    ("otel", "mainspring.plugins.otel", False),
-)
-"""The built-in plugins, registered first; essential ones cannot be disabled."""
 
 
 def _register(
@@ -295,13 +269,13 @@ def load_plugins(
     ``required`` names built-in or installed plugins the agent must not start without;
     it comes from settings, never from the environment. ``grants`` narrows plugins'
     capabilities by name and ``require_manifest`` refuses plugins without one (see
-    :mod:`~mainspring.kernel.capabilities`); ``allow_unregister`` names the protective
-    plugins another plugin may still unregister (see :mod:`~mainspring.kernel.agent_view`).
+    :mod:`~mainspring.loading.capabilities`); ``allow_unregister`` names the protective
+    plugins another plugin may still unregister (see :mod:`~mainspring.agent.view`).
     Every check that needs no plugin import (controls, duplicates, required plugins, the
     grants and the installed plugins' metadata manifests) is made before any installed
     plugin is imported. Raises :class:`~mainspring.PluginLoadError` on any failure; the
     error of a plugin from a stale editable install says to reinstall it (see
-    :mod:`~mainspring.kernel.plugin_installs`).
+    :mod:`~mainspring.loading.installs`).
     """
     controls = plugin_controls(autoload, disable_plugins, environ)
     off: list[DisabledPlugin] = []

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any, cast, final
 
-from ..messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall
+from .messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall
 
 __all__ = ["IMAGE_TOKENS", "RunningEstimate", "estimate_tokens", "tail_tokens"]
 

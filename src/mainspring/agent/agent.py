@@ -8,36 +8,30 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from ..errors import AgentBusyError
+from ..contract.agent_view import AgentView, Listener
+from ..contract.errors import AgentBusyError
+from ..contract.state import AgentState
+from ..events import AgentEnd
 from ..hooks.facade import Hooks
 from ..hooks.plan import HookRelay
+from ..invariants import transcript_problem
+from ..kernel.arguments import as_messages, checked_prompt, checked_thinking, resolve_model
+from ..kernel.loop import execute_run
+from ..kernel.options import DEFAULT_OPTIONS, RunOptions
+from ..kernel.run import Run
+from ..kernel.state import Core
+from ..kernel.tool_context import FileLocks
+from ..kernel.transcript import Transcript
+from ..loading.loader import PluginSet, load_plugins
 from ..messages import AssistantMessage, ToolResultMessage, UserMessage
 from ..providers.base import Model, Provider, ThinkingLevel
 from ..settings import Settings
 from ..tools import Tool
-from .agent_parts import Approving, Closing, Editing
-from .agent_view import AgentView, view_factory
-from .assembly import (
-    as_messages,
-    checked_prompt,
-    checked_thinking,
-    collect_providers,
-    collect_tools,
-    resolve_model,
-)
-from .events import AgentEnd
-from .invariants import transcript_problem
-from .loop import execute_run
-from .plugins import PluginSet, load_plugins
-from .run import Run
-from .signal import AbortSignal
-from .state import AgentState, Core
-from .tool_context import FileLocks
-from .transcript import Transcript
+from .assembly import collect_providers, collect_tools
+from .parts import Approving, Closing, Editing
+from .view import view_factory
 
-__all__ = ["Agent", "Listener"]
-
-Listener = Callable[[Any, AbortSignal], "Awaitable[None] | None"]
+__all__ = ["Agent"]
 """``listener(event, signal)``; an awaitable result is awaited before the run goes on."""
 
 
@@ -161,8 +155,8 @@ class Agent(Approving, Closing, Editing):
         record to a non-empty session file; a file another agent is writing raises
         :class:`~mainspring.sessions.SessionConflictError`.
         """
+        from ..kernel.approvals import Remembered
         from ..sessions import read_session
-        from .approvals import Remembered
 
         session = read_session(path)
         settings = kwargs.pop("settings", None) or Settings()
@@ -230,28 +224,32 @@ class Agent(Approving, Closing, Editing):
 
     # -- runs ---------------------------------------------------------------------------
 
-    async def prompt(self, prompt: str | Any | Sequence[Any]) -> AgentEnd:
+    async def prompt(
+        self, prompt: str | Any | Sequence[Any], *, options: RunOptions | None = None
+    ) -> AgentEnd:
         """Start a run with ``prompt`` and return once it has settled (idle, logged).
 
         ``prompt`` is a string, a message, or a list of messages. Returns the run's
         ``agent_end`` event: its new ``messages``, ``reason`` and ``detail`` (``outcome.text``
         is the final reply's text). Raises :class:`AgentBusyError` while a run is active.
+        ``options`` (:class:`~mainspring.RunOptions`) are for runners that replay a run.
         """
         if self._core.is_streaming:
             raise AgentBusyError("prompt")
-        return await self._start(as_messages(prompt))
+        return await self._start(as_messages(prompt), None, _checked_options(options))
 
-    async def resume(self) -> AgentEnd:
+    async def resume(self, *, options: RunOptions | None = None) -> AgentEnd:
         """Run again from the current transcript.
 
         A user or tool-result tail is re-sent. An assistant tail delivers the steering
         queue if non-empty, else the follow-up queue; with both empty and a last message
         that ended in ``error``/``aborted``, the transcript is re-sent (the failed message
         stays in the transcript; the default ``convert_to_llm`` does not send it). Otherwise
-        :class:`ValueError`: there is nothing to resume.
+        :class:`ValueError`: there is nothing to resume. ``options`` as for :meth:`prompt`.
         """
         if self._core.is_streaming:
             raise AgentBusyError("resume")
+        checked = _checked_options(options)
         core = self._core
         tail = core.messages[-1] if core.messages else None
         queue: list[Any] | None = None
@@ -277,29 +275,29 @@ class Agent(Approving, Closing, Editing):
                     f"nothing to resume after a {getattr(tail, 'role', '?')!r} message: "
                     "convert_to_llm makes it a request that ends on an assistant reply"
                 )
-        return await self._start([], queue)
+        return await self._start([], queue, checked)
 
-    async def _start(self, inputs: list[Any], first_queue: list[Any] | None = None) -> AgentEnd:
+    async def _start(
+        self, inputs: list[Any], first_queue: list[Any] | None, options: RunOptions
+    ) -> AgentEnd:
         core = self._core
         core.is_streaming = True
         core.error_message = None
         core.turns_completed = 0
-        preset, core.next_run = core.next_run, None  # see mainspring.kernel.replay
         try:
             run = Run(
                 agent=self,
                 core=core,
                 hooks=self._hooks,
-                run_id=preset[0] if preset else uuid.uuid4().hex[:12],
-                provider=self._provider_for(core.model),
+                run_id=options.run_id or uuid.uuid4().hex[:12],
+                provider=options.provider or self._provider_for(core.model),
                 model=core.model,
                 settings=self.settings,
+                options=options,
             )
         except BaseException:
             core.is_streaming = False
             raise
-        if preset:
-            run.delivery.quiet_through = preset[1]
         core.run_id = run.run_id
         self._run = run
         task = asyncio.ensure_future(self._drive(run, inputs, first_queue))
@@ -409,3 +407,11 @@ class Agent(Approving, Closing, Editing):
     def __repr__(self) -> str:
         state = "running" if self._core.is_streaming else "idle"
         return f"<Agent {self._core.model.ref} {state}, {len(self._core.messages)} messages>"
+
+
+def _checked_options(options: Any) -> RunOptions:
+    if options is None:
+        return DEFAULT_OPTIONS
+    if not isinstance(options, RunOptions):
+        raise TypeError(f"options must be a RunOptions, not {type(options).__name__}")
+    return options

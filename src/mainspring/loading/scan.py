@@ -2,7 +2,7 @@
 
 :func:`installed` gives the ``mainspring`` entry points by normalised name and
 :func:`manifests` the capability manifests installed distributions declare (the
-``mainspring.capabilities`` group, see :mod:`~mainspring.kernel.capabilities`). Both come
+``mainspring.capabilities`` group, see :mod:`~mainspring.loading.capabilities`). Both come
 from one scan, cached until ``sys.path`` changes or a distribution is installed into or
 removed from one of its directories, or until :func:`rescan_installed_plugins`. Nothing
 here imports a plugin.
@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from .capabilities import MANIFEST_GROUP, metadata_manifests
-from .plugin_controls import forget_distributions, normalise
+from .controls import forget_distributions, normalise
 
 if TYPE_CHECKING:
     from importlib_metadata import EntryPoint

@@ -12,12 +12,12 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Self
 
-from ..errors import AgentBusyError
-from .invariants import transcript_problem
+from ..contract.errors import AgentBusyError
+from ..invariants import transcript_problem
 
 if TYPE_CHECKING:
-    from .run import Run
-    from .state import Core
+    from ..kernel.run import Run
+    from ..kernel.state import Core
 
 __all__ = ["Approving", "Closing", "Editing"]
 
@@ -86,7 +86,7 @@ class Approving:
         when refused). The first answer for a call wins. Raises ``ValueError`` when no
         call with that id is waiting (idle, decided already, or never asked about).
         """
-        from .approvals import approval_from_api
+        from ..kernel.approvals import approval_from_api
 
         run = self._run
         approval_from_api(

@@ -18,21 +18,21 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import ModuleType
-from typing import Any, Literal, final
+from typing import Any, final
 
 import pluggy
 
-from .. import hookspecs
-from ..errors import PluginLoadError
+from ..contract import hookspecs
+from ..contract.errors import PluginLoadError
+from ..contract.markers import PROJECT
+from ..contract.plugin_info import PluginInfo
 from ..logs import get_logger
 from .capabilities import ManifestPolicy, apply_manifest
-from .plugin_controls import DisabledPlugin, normalise
+from .controls import DisabledPlugin, normalise
 
 __all__ = [
     "KernelManager",
-    "PluginInfo",
     "PluginSet",
-    "Source",
     "disable_hint",
     "hooks_of",
     "required_hint",
@@ -40,28 +40,7 @@ __all__ = [
 ]
 
 
-Source = Literal["builtin", "entrypoint", "inprocess"]
-
 _log = get_logger("mainspring.plugins")
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class PluginInfo:
-    """What ``mainspring plugins`` shows about one registered plugin (immutable)."""
-
-    name: str
-    source: Source
-    plugin: Any
-    distribution: str | None = None
-    version: str | None = None
-    hooks: tuple[str, ...] = ()
-    tools: tuple[str, ...] = ()
-    essential: bool = False
-    declared: frozenset[str] | None = None
-    """The capabilities its manifest declares; ``None``: undeclared."""
-    granted: frozenset[str] | None = None
-    """What it may use (the declaration, narrowed by the config file); ``None``: all."""
 
 
 @final
@@ -256,7 +235,7 @@ class KernelManager(pluggy.PluginManager):
     """
 
     def __init__(self) -> None:
-        super().__init__(hookspecs.PROJECT)
+        super().__init__(PROJECT)
         self.add_hookspecs(hookspecs)
         self.owner: PluginSet | None = None
 
