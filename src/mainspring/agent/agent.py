@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Self
 
 from ..contract.agent_view import AgentView, Listener
 from ..contract.errors import AgentBusyError
@@ -15,6 +15,7 @@ from ..events import AgentEnd
 from ..hooks.facade import Hooks
 from ..hooks.plan import HookRelay
 from ..invariants import transcript_problem
+from ..kernel.approvals import approval_from_api
 from ..kernel.arguments import as_messages, checked_prompt, checked_thinking, resolve_model
 from ..kernel.loop import execute_run
 from ..kernel.options import DEFAULT_OPTIONS, RunOptions
@@ -28,7 +29,7 @@ from ..providers.base import Model, Provider, ThinkingLevel
 from ..settings import Settings
 from ..tools import Tool
 from .assembly import collect_providers, collect_tools
-from .parts import Approving, Closing, Editing
+from .parts import Closer, Closers, TranscriptEditor
 from .view import view_factory
 
 __all__ = ["Agent"]
@@ -39,7 +40,7 @@ async def _unreported(error: Any, outcome: str) -> None:
     """A converter failure outside a run: skipped as in a run, with no event to emit."""
 
 
-class Agent(Approving, Closing, Editing):
+class Agent:
     """An agent: a transcript, tools, a model, plugins, and the run loop over them.
 
     The constructor loads plugins, collects tools and resolves the model; configuration
@@ -63,8 +64,7 @@ class Agent(Approving, Closing, Editing):
         session_id: str | None = None,
     ) -> None:
         self.settings = settings or Settings()
-        self._closers: list[Callable[[], Awaitable[None] | None]] = []
-        self._closed = False
+        self._closers = Closers()
         self._plugin_set: PluginSet = load_plugins(
             plugins=plugins,
             autoload=autoload,
@@ -101,6 +101,7 @@ class Agent(Approving, Closing, Editing):
             thinking_level=checked_thinking(thinking_level),
             file_locks=FileLocks(),
         )
+        self._edits = TranscriptEditor(self._core)
         self._run: Run | None = None
         if self.settings.session_path is not None:
             # one session file, one conversation: SessionConflictError when the file holds
@@ -403,6 +404,86 @@ class Agent(Approving, Closing, Editing):
             core.tools = dict(self._tool_set.tools)
         if thinking_level is not None:
             core.thinking_level = thinking_level
+
+    # -- the transcript -----------------------------------------------------------------
+
+    def replace_messages(self, messages: Iterable[Any]) -> None:
+        """Make ``messages`` the transcript (idle only; the list is copied, not the messages).
+
+        Raises :class:`AgentBusyError` while a run is active, ``ValueError`` if the
+        messages break the transcript invariants (a tool result without its call, a call
+        answered twice, an entry without a ``role``).
+        """
+        self._edits.replace(messages)
+
+    def append_message(self, message: Any) -> None:
+        """Add ``message`` at the end of the transcript (idle only; see
+        :meth:`replace_messages` for the checks)."""
+        self._edits.append(message)
+
+    def reset(self) -> None:
+        """Clear the transcript, both queues and the error (idle only)."""
+        self._edits.reset()
+
+    # -- approvals ----------------------------------------------------------------------
+
+    def approve(
+        self,
+        tool_call_id: str,
+        allow: bool,
+        *,
+        remember: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Decide a tool call waiting for approval (a ``tool_approval_request`` event).
+
+        Needs ``settings.approvals.api``. ``remember="tool"`` allows the tool, and
+        ``remember="call"`` the tool with these exact arguments, for the rest of the
+        session; ``reason`` is recorded in the ``tool_decision`` (and shown to the model
+        when refused). The first answer for a call wins. Raises ``ValueError`` when no
+        call with that id is waiting (idle, decided already, or never asked about).
+        """
+        run = self._run
+        approval_from_api(
+            run.approvals if run is not None else None, tool_call_id, allow, remember, reason
+        )
+
+    @property
+    def remembered_approvals(self) -> tuple[Any, ...]:
+        """The approvals kept for the rest of the session (``Remembered`` values)."""
+        return tuple(self._core.remembered_approvals)
+
+    # -- closing ------------------------------------------------------------------------
+
+    def on_close(self, callback: Closer) -> None:
+        """Call ``callback()`` (awaited if it returns an awaitable) when the agent is closed.
+
+        For plugins that hold resources for the agent (a server process, a connection):
+        register in ``register_tools`` or later; :meth:`aclose` calls the callbacks, the
+        last registered first.
+        """
+        self._closers.add(callback)
+
+    async def aclose(self) -> None:
+        """Release what the agent holds: abort an active run, wait for it, run the closers.
+
+        Every :meth:`on_close` callback is called, the last registered first, even when
+        one raises; the first exception is re-raised once all have run. Idempotent: a
+        second call does nothing. ``async with Agent(...) as agent:`` closes on exit.
+        """
+        closers = self._closers
+        if closers.closed:
+            return
+        closers.closed = True
+        self.abort("closed")
+        await self.wait_for_idle()
+        await closers.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         state = "running" if self._core.is_streaming else "idle"

@@ -1,142 +1,100 @@
-"""Parts of :class:`~mainspring.Agent` that stand on their own.
+"""The parts an :class:`~mainspring.Agent` is composed of that stand on their own.
 
-:class:`Editing` replaces or extends an idle agent's transcript; :class:`Approving`
-answers tool calls waiting for approval (``agent.approve()``) and keeps the approvals
-remembered for the session; :class:`Closing` releases what plugins hold for the agent
-(``on_close``, ``aclose``, ``async with``). ``Agent`` inherits all three.
+:class:`TranscriptEditor` replaces or extends an idle agent's transcript (``agent.
+replace_messages()``, ``append_message()``, ``reset()``); :class:`Closers` holds what
+plugins registered to release when the agent is closed (``agent.on_close()``,
+``aclose()``). The agent owns one of each and hands its public methods to them.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, final
 
 from ..contract.errors import AgentBusyError
 from ..invariants import transcript_problem
 
 if TYPE_CHECKING:
-    from ..kernel.run import Run
     from ..kernel.state import Core
 
-__all__ = ["Approving", "Closing", "Editing"]
+__all__ = ["Closers", "TranscriptEditor"]
+
+Closer = Callable[[], Awaitable[None] | None]
 
 
-class Editing:
-    """``agent.replace_messages()``, ``agent.append_message()`` and ``agent.reset()``."""
+@final
+class TranscriptEditor:
+    """Edits of an idle agent's transcript, each checked against the transcript's rules.
 
-    _core: Core
+    Every edit raises :class:`~mainspring.AgentBusyError` while a run is active (named
+    after ``action``, the agent method called) and ``ValueError`` when the result would
+    break the transcript invariants; nothing is changed then.
+    """
 
-    def replace_messages(self, messages: Iterable[Any]) -> None:
-        """Make ``messages`` the transcript (idle only; the list is copied, not the messages).
+    __slots__ = ("_core",)
 
-        Raises :class:`AgentBusyError` while a run is active, ``ValueError`` if the
-        messages break the transcript invariants (a tool result without its call, a call
-        answered twice, an entry without a ``role``).
-        """
-        if self._core.is_streaming:
-            raise AgentBusyError("replace_messages")
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    def _idle(self, action: str) -> Core:
+        core = self._core
+        if core.is_streaming:
+            raise AgentBusyError(action)
+        return core
+
+    def replace(self, messages: Iterable[Any]) -> None:
+        """Make ``messages`` the transcript (the list is copied, not the messages)."""
+        core = self._idle("replace_messages")
         candidate = tuple(messages)
         problem = transcript_problem(candidate)
         if problem:
             raise ValueError(f"these messages do not make a valid transcript: {problem}")
-        self._core.messages.replace(candidate)
+        core.messages.replace(candidate)
 
-    def append_message(self, message: Any) -> None:
-        """Add ``message`` at the end of the transcript (idle only; see
-        :meth:`replace_messages` for the checks)."""
-        if self._core.is_streaming:
-            raise AgentBusyError("append_message")
-        candidate = (*self._core.messages.as_tuple(), message)
+    def append(self, message: Any) -> None:
+        """Add ``message`` at the end of the transcript."""
+        core = self._idle("append_message")
+        candidate = (*core.messages.as_tuple(), message)
         problem = transcript_problem(candidate)
         if problem:
             raise ValueError(f"appending this message breaks the transcript: {problem}")
-        self._core.messages.append(message)
+        core.messages.append(message)
 
     def reset(self) -> None:
-        """Clear the transcript, both queues and the error (idle only)."""
-        if self._core.is_streaming:
-            raise AgentBusyError("reset")
-        core = self._core
+        """Clear the transcript, both queues and the error."""
+        core = self._idle("reset")
         core.messages.clear()
         core.steering.clear()
         core.follow_up.clear()
         core.error_message = None
 
 
-class Approving:
-    """``agent.approve()`` and ``agent.remembered_approvals``."""
+@final
+class Closers:
+    """The callbacks to call when the agent is closed, and whether it was."""
 
-    _run: Run | None
-    _core: Core
+    __slots__ = ("_callbacks", "closed")
 
-    def approve(
-        self,
-        tool_call_id: str,
-        allow: bool,
-        *,
-        remember: str | None = None,
-        reason: str | None = None,
-    ) -> None:
-        """Decide a tool call waiting for approval (a ``tool_approval_request`` event).
+    def __init__(self) -> None:
+        self._callbacks: list[Closer] = []
+        self.closed = False
 
-        Needs ``settings.approvals.api``. ``remember="tool"`` allows the tool, and
-        ``remember="call"`` the tool with these exact arguments, for the rest of the
-        session; ``reason`` is recorded in the ``tool_decision`` (and shown to the model
-        when refused). The first answer for a call wins. Raises ``ValueError`` when no
-        call with that id is waiting (idle, decided already, or never asked about).
-        """
-        from ..kernel.approvals import approval_from_api
-
-        run = self._run
-        approval_from_api(
-            run.approvals if run is not None else None, tool_call_id, allow, remember, reason
-        )
-
-    @property
-    def remembered_approvals(self) -> tuple[Any, ...]:
-        """The approvals kept for the rest of the session (``Remembered`` values)."""
-        return tuple(self._core.remembered_approvals)
-
-
-class Closing:
-    """``agent.on_close()``, ``agent.aclose()`` and ``async with agent``."""
-
-    _closers: list[Callable[[], Awaitable[None] | None]]
-    _closed: bool
-
-    def abort(self, reason: str = "aborted") -> None:
-        raise NotImplementedError  # the Agent's
-
-    async def wait_for_idle(self) -> None:
-        raise NotImplementedError  # the Agent's
-
-    def on_close(self, callback: Callable[[], Awaitable[None] | None]) -> None:
-        """Call ``callback()`` (awaited if it returns an awaitable) when the agent is closed.
-
-        For plugins that hold resources for the agent (a server process, a connection):
-        register in ``register_tools`` or later; :meth:`aclose` calls the callbacks, the
-        last registered first.
-        """
+    def add(self, callback: Closer) -> None:
+        """Call ``callback()`` at :meth:`close`; ``TypeError`` if it is not callable."""
         if not callable(callback):
             raise TypeError(f"on_close takes a callable, got {callback!r}")
-        self._closers.append(callback)
+        self._callbacks.append(callback)
 
-    async def aclose(self) -> None:
-        """Release what the agent holds: abort an active run, wait for it, run the closers.
+    async def close(self) -> None:
+        """Call every callback, the last added first, awaiting what they return.
 
-        Every :meth:`on_close` callback is called, the last registered first, even when
-        one raises; the first exception is re-raised once all have run. Idempotent: a
-        second call does nothing. ``async with Agent(...) as agent:`` closes on exit.
+        Every callback is called even when one raises; the first exception is re-raised
+        once all have run.
         """
-        if self._closed:
-            return
-        self._closed = True
-        self.abort("closed")
-        await self.wait_for_idle()
         failure: BaseException | None = None
-        while self._closers:
-            callback = self._closers.pop()
+        while self._callbacks:
+            callback = self._callbacks.pop()
             try:
                 result = callback()
                 if inspect.isawaitable(result):
@@ -145,9 +103,3 @@ class Closing:
                 failure = failure or error
         if failure is not None:
             raise failure
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
