@@ -13,7 +13,7 @@ from ..hooks.facade import Hooks
 from ..hooks.plan import HookRelay
 from ..messages import AssistantMessage, ToolResultMessage, UserMessage
 from ..providers.base import Model, Provider, ThinkingLevel
-from ..settings import Settings
+from ..settings import Settings, default_settings
 from ..tools import Tool
 from .agent_parts import Approving, Closing, Editing
 from .agent_view import AgentView, view_factory
@@ -68,7 +68,7 @@ class Agent(Approving, Closing, Editing):
         thinking_level: ThinkingLevel = "off",
         session_id: str | None = None,
     ) -> None:
-        self.settings = settings or Settings()
+        self.settings = settings or default_settings()
         self._closers: list[Callable[[], Awaitable[None] | None]] = []
         self._closed = False
         self._plugin_set: PluginSet = load_plugins(
