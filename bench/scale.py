@@ -28,6 +28,8 @@ from .common import (
     floor_text_reply,
     median,
     ms_text_reply,
+    ms_tool_reply,
+    noop_tool,
     settle,
 )
 from .floor import FloorAgent, script
@@ -60,9 +62,51 @@ def _idle_child(count: int, side: str) -> dict[str, float]:
     return {"rss": _rss() - before, "seconds": built, "count": len(agents)}
 
 
+def _ran_child(count: int) -> dict[str, float]:
+    """``count`` agents each running a two-turn tool run, all at once, in this process.
+
+    Each agent is built, prompted (one tool call, then a text reply) and kept with its
+    transcript. Memory is the RSS delta after a collection with every agent kept; the
+    rate is runs per second of the wall time of ``asyncio.gather`` over the prompts
+    (the agents are built before it; building is reported apart).
+    """
+    replies = [ms_tool_reply(["c1"]), ms_text_reply()]
+    tool = noop_tool()
+
+    def agent() -> Agent:
+        return Agent(
+            model="faux:bench", provider=ScriptProvider(replies), autoload=False, tools=[tool]
+        )
+
+    async def everything(agents: list[Agent]) -> float:
+        start = time.perf_counter()
+        await asyncio.gather(*(one.prompt("go") for one in agents))
+        return time.perf_counter() - start
+
+    asyncio.run(_warm(agent()))
+    gc.collect()
+    before = _rss()
+    start = time.perf_counter()
+    agents = [agent() for _ in range(count)]
+    built = time.perf_counter() - start
+    wall = asyncio.run(everything(agents))
+    if any(len(one.state.messages) != 4 for one in agents):
+        raise RuntimeError("a two-turn tool run did not finish as scripted")
+    gc.collect()
+    return {"rss": _rss() - before, "seconds": wall, "built": built, "count": len(agents)}
+
+
+async def _warm(agent: Agent) -> None:
+    await agent.prompt("go")
+
+
 def _idle(count: int, side: str) -> dict[str, float]:
+    return _child("idle", count, side)
+
+
+def _child(mode: str, count: int, side: str) -> dict[str, float]:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.scale", "idle", str(count), side],
+        [sys.executable, "-m", "bench.scale", mode, str(count), side],
         check=True,
         capture_output=True,
         text=True,
@@ -105,6 +149,8 @@ async def run_scale(config: Config) -> list[Row]:
             floor_rates.append(other)
     rate, floor_rate = median(rates), median(floor_rates)
     per_agent = ms["seconds"] / idle_n * 1e3
+    ran = _child("ran", idle_n, "mainspring")
+    ran_kb = ran["rss"] / 1024 / idle_n
     return [
         Row(f"{idle_n:,} idle agents, RSS delta", f"{mb:,.1f} MB", f"{floor_mb:,.2f} MB",
             mb / floor_mb if floor_mb > 0 else None, "≤500 MB per 10,000",
@@ -114,11 +160,20 @@ async def run_scale(config: Config) -> list[Row]:
         Row(f"{runs_n:,} concurrent short runs", f"{rate:,.0f} runs/s",
             f"{floor_rate:,.0f} runs/s", floor_rate / rate, "info", None,
             "asyncio.gather of prompt(); one text reply each"),
+        Row(f"{idle_n:,} agents, a two-turn tool run each, RSS delta", f"{ran_kb:.1f} KB/agent",
+            "—", None, "≤15 KB/agent", ran_kb <= 15,
+            "every agent kept with its transcript, after a collection"),
+        Row(f"{idle_n:,} agents, a two-turn tool run each, all at once",
+            f"{idle_n / ran['seconds']:,.0f} runs/s", "—", None, "≥1,500 runs/s",
+            idle_n / ran["seconds"] >= 1_500,
+            f"built before, {ran['built'] / idle_n * 1e3:.2f} ms each"),
     ]  # fmt: skip
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "idle":
         print(json.dumps(_idle_child(int(sys.argv[2]), sys.argv[3])))
+    elif len(sys.argv) == 4 and sys.argv[1] == "ran":
+        print(json.dumps(_ran_child(int(sys.argv[2]))))
     else:
-        sys.exit("usage: python -m bench.scale idle COUNT mainspring|floor")
+        sys.exit("usage: python -m bench.scale idle|ran COUNT mainspring|floor")

@@ -87,7 +87,10 @@ class FrozenDict(dict[str, Any]):
     __slots__ = ()
 
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("tool-call arguments are read-only; copy them with mainspring.thaw()")
+        raise TypeError(
+            "read-only: tool-call arguments and settings cannot be changed in place; "
+            "copy them with mainspring.thaw()"
+        )
 
     __setitem__ = __delitem__ = __ior__ = _read_only
     clear = pop = popitem = setdefault = update = _read_only
@@ -154,7 +157,10 @@ class FrozenList(list[Any]):
     __slots__ = ()
 
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("tool-call arguments are read-only; copy them with mainspring.thaw()")
+        raise TypeError(
+            "read-only: tool-call arguments and settings cannot be changed in place; "
+            "copy them with mainspring.thaw()"
+        )
 
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
     append = extend = insert = remove = pop = clear = sort = reverse = _read_only

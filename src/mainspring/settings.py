@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -16,6 +17,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from .messages import FrozenDict, freeze
 
 __all__ = [
     "ApprovalSettings",
@@ -32,10 +35,18 @@ __all__ = [
     "Settings",
     "ToolSettings",
     "config_path",
+    "default_settings",
     "load_settings",
 ]
 
 QueueMode = Literal["one-at-a-time", "all"]
+
+_V = TypeVar("_V")
+
+ReadOnlyDict = Annotated[dict[str, _V], AfterValidator(freeze)]
+"""A settings table: validated as a ``dict``, then frozen deeply (nested tables and lists
+too), so no plugin reading the settings can change them for another (a ``dict`` still:
+TOML, JSON and ``model_dump`` treat it as one)."""
 
 
 class _Section(BaseModel):
@@ -133,7 +144,7 @@ class PluginPolicy(_Section):
     allow_unregister: tuple[str, ...] = ()
     """Plugins holding ``gate``, ``redact`` or ``approve`` that a plugin granted
     ``register`` may still unregister at run time (by default it may not)."""
-    grants: dict[str, PluginGrant] = Field(default_factory=dict)
+    grants: ReadOnlyDict[PluginGrant] = Field(default_factory=FrozenDict)
 
     @model_validator(mode="before")
     @classmethod
@@ -161,7 +172,7 @@ class ProviderSettings(_Section):
 
     base_url: str | None = None
     api_key: SecretStr | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: ReadOnlyDict[Any] = Field(default_factory=FrozenDict)
     timeout_s: float | None = Field(default=None, gt=0)
     request_timeout_s: float | None = Field(default=600.0, gt=0)
 
@@ -219,10 +230,10 @@ class McpServerSettings(_Section):
 
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: dict[str, str] = Field(default_factory=dict)
+    env: ReadOnlyDict[str] = Field(default_factory=FrozenDict)
     cwd: str | None = None
     url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    headers: ReadOnlyDict[str] = Field(default_factory=FrozenDict, repr=False)
     tool_prefix: str | None = None
     include: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
@@ -254,7 +265,7 @@ class McpSettings(_Section):
     files in Claude Desktop's ``mcpServers`` format whose servers are added
     (``server_files``; a server named in ``servers`` wins)."""
 
-    servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    servers: ReadOnlyDict[McpServerSettings] = Field(default_factory=FrozenDict)
     server_files: tuple[str, ...] = ()
 
 
@@ -277,13 +288,27 @@ class Settings(_Section):
     max_turns: int = Field(default=200, ge=1)
     session_path: str | None = None
     default_model: str | None = None
-    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
-    plugin_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    providers: ReadOnlyDict[ProviderSettings] = Field(default_factory=FrozenDict)
+    plugin_options: ReadOnlyDict[dict[str, Any]] = Field(default_factory=FrozenDict)
     mcp: McpSettings = Field(default_factory=McpSettings)
     required_plugins: tuple[str, ...] = ()
     """Built-in or installed plugins the agent must not start without (see
     :func:`~mainspring.loading.loader.load_plugins`); read from the config file only, never
     from an environment variable."""
+
+
+_DEFAULT: list[Settings] = []
+
+
+def default_settings() -> Settings:
+    """The default :class:`Settings`, one shared instance per process.
+
+    Safe to share: sections are frozen and every table is a read-only dict. An agent
+    built without ``settings`` uses it.
+    """
+    if not _DEFAULT:
+        _DEFAULT.append(Settings())
+    return _DEFAULT[0]
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> tuple[str, bool]:

@@ -26,7 +26,7 @@ from ..kernel.transcript import Transcript
 from ..loading.loader import PluginSet, load_plugins
 from ..messages import AssistantMessage, ToolResultMessage, UserMessage
 from ..providers.base import Model, Provider, ThinkingLevel
-from ..settings import Settings
+from ..settings import Settings, default_settings
 from ..tools import Tool
 from .assembly import collect_providers, collect_tools
 from .parts import Closer, Closers, TranscriptEditor
@@ -63,7 +63,7 @@ class Agent:
         thinking_level: ThinkingLevel = "off",
         session_id: str | None = None,
     ) -> None:
-        self.settings = settings or Settings()
+        self.settings = settings or default_settings()
         self._closers = Closers()
         self._plugin_set: PluginSet = load_plugins(
             plugins=plugins,
@@ -160,7 +160,7 @@ class Agent:
         from ..sessions import read_session
 
         session = read_session(path)
-        settings = kwargs.pop("settings", None) or Settings()
+        settings = kwargs.pop("settings", None) or default_settings()
         settings = settings.model_copy(update={"session_path": os.fspath(path)})
         kwargs.setdefault("system_prompt", session.system_prompt)
         if kwargs.get("model") is None and kwargs.get("provider") is None:

@@ -165,6 +165,32 @@ def compile_implementation(
     )
 
 
+_shared: dict[tuple[Any, ...], Implementation] = {}
+"""Built-in implementations compiled once per process (see :func:`_builtin_implementation`)."""
+
+
+def _builtin_implementation(
+    hookimpl: Any, hook: str, spec_argnames: tuple[str, ...], trusted: bool
+) -> Implementation:
+    """A built-in's implementation, compiled once and shared by every agent's plan.
+
+    A built-in receives the kernel's agent (no view), so what it compiles to depends only
+    on its function, its plugin name, the hook and the spec: thousands of agents share one
+    compiled object per built-in hook instead of each holding its own. Only plain module
+    functions are shared (a bounded set); anything else is compiled per plan.
+    """
+    function = hookimpl.function
+    if not inspect.isfunction(function):
+        return compile_implementation(hookimpl, hook, spec_argnames, trusted=trusted, builtin=True)
+    key = (function, hookimpl.plugin_name, hook, spec_argnames, trusted)
+    known = _shared.get(key)
+    if known is None:
+        known = _shared[key] = compile_implementation(
+            hookimpl, hook, spec_argnames, trusted=trusted, builtin=True
+        )
+    return known
+
+
 @final
 class HookRelay:
     """Ordered, compiled access to a plugin manager's implementations.
@@ -250,15 +276,20 @@ class HookRelay:
             if granted is not None and needed is not None and needed not in granted:
                 continue  # narrowed by the operator: never called
             builtin = name in self._builtins
+            argnames = spec_argnames or tuple(impl.argnames)
+            trusted = name in self._fallbacks
+            if builtin:
+                found.append(_builtin_implementation(impl, hook, argnames, trusted))
+                continue
             view_of = self._view_of
             found.append(
                 compile_implementation(
                     impl,
                     hook,
-                    spec_argnames or tuple(impl.argnames),
-                    trusted=name in self._fallbacks,
-                    builtin=builtin,
-                    view=None if builtin or view_of is None else view_of(name),
+                    argnames,
+                    trusted=trusted,
+                    builtin=False,
+                    view=None if view_of is None else view_of(name),
                 )
             )
         # redactors run after every other implementation, and the kernel's own fallbacks

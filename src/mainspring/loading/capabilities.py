@@ -156,6 +156,28 @@ def check_manifest(name: str, metadata: frozenset[str] | None, hint: str = "") -
         _check_known(metadata, where, name, f". {hint}" if hint else "")
 
 
+_manifests: dict[tuple[Any, ...], frozenset[str]] = {}
+
+
+def _interned(manifest: Iterable[Any]) -> frozenset[str]:
+    """``frozenset(manifest)``, one shared object per distinct manifest of the process.
+
+    Every agent reads each plugin's ``CAPABILITIES``; the sets are few and immutable, so
+    thousands of agents share them. A manifest that is not hashable as a tuple is not
+    interned.
+    """
+    key = tuple(manifest)
+    try:
+        known = _manifests.get(key)
+    except TypeError:  # an unhashable entry: _check_known reports it
+        return frozenset(key)
+    if known is None:
+        if len(_manifests) >= 1024:
+            _manifests.clear()
+        known = _manifests[key] = frozenset(key)
+    return known
+
+
 def declared_capabilities(
     name: str, plugin: Any, hooks: Iterable[str], metadata: frozenset[str] | None = None
 ) -> frozenset[str] | None:
@@ -174,7 +196,7 @@ def declared_capabilities(
                 f"plugin {name!r}: CAPABILITIES must be a tuple of names, got {manifest!r}",
                 plugin=name,
             )
-        declared = frozenset(manifest)
+        declared = _interned(manifest)
         _check_known(declared, f"plugin {name!r}: CAPABILITIES", name)
         if metadata is not None and metadata != declared:
             raise PluginLoadError(
