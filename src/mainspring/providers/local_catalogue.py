@@ -49,7 +49,7 @@ class KnownModel:
 
     ``name`` is the id it is served under (``local:NAME``); ``parts`` are the
     distributions that carry it, in file order (one part: the installed file is used in
-    place; several: they are concatenated into the data directory); ``size_bytes`` and
+    place; several: they are concatenated into one file); ``size_bytes`` and
     ``sha256`` are the whole file's; ``turn_format`` names its turn markers (see
     :mod:`.local_templates`).
     """

