@@ -622,3 +622,10 @@ def test_a_missing_explicit_model_file_names_the_install_command(tmp_path: Path)
     server = local.LocalServer(tmp_path / "absent.gguf")
     with pytest.raises(LocalModelMissing, match=r"does not exist.*mainspring install-model"):
         server.start()
+
+
+async def test_warming_up_a_model_it_does_not_serve_names_the_ones_it_does() -> None:
+    provider = LocalProvider()
+    with pytest.raises(ProviderError, match=r"does not serve 'gpt-4'; it serves local:") as raised:
+        await provider.warm_up(Model(provider="local", id="gpt-4"))
+    assert raised.value.retryable is False

@@ -222,8 +222,14 @@ class LocalProvider:
     def server(self, model_id: str | None = None) -> LocalServer:
         """The shared server for ``model_id`` (default: the default model) in this
         provider's configuration (not started here). Raises :class:`LocalModelMissing`
-        when a known model's file is not installed."""
-        served = self._served[model_id or self.default_model.id]
+        when a known model's file is not installed, a non-retryable
+        :class:`ProviderError` for an id it does not serve."""
+        served = self._served.get(model_id or self.default_model.id)
+        if served is None:
+            names = ", ".join(f"{self.name}:{name}" for name in self.models)
+            raise ProviderError(
+                f"the {self.name} provider does not serve {model_id!r}; it serves {names}"
+            )
         return shared_server(
             served.model_file if served.model_file is not None else model_path(served.known),
             context_window=self.context_window,
@@ -261,11 +267,6 @@ class LocalProvider:
         turned into tool-call events, minus repeated tool calls when
         ``dedupe_tool_calls`` is set, stopped early by the repetition guard.
         """
-        if request.model.id not in self.models:
-            served = ", ".join(f"{self.name}:{name}" for name in self.models)
-            raise ProviderError(
-                f"the {self.name} provider does not serve {request.model.id!r}; it serves {served}"
-            )
         server, base_url = await self._started(request.model.id)
         prepared, options = prepare_request(request, self.tool_mode)
         stream = self._delegate(base_url, server.api_key, options).stream(prepared, signal)
