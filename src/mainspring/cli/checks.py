@@ -12,7 +12,9 @@ the option, variable or config key at fault and what it accepts.
 - :func:`unknown_plugin_names`: ``--no-plugin NAME`` naming no plugin.
 - :func:`check_settings`: provider options the settings model cannot check (the local
   provider's), named with the config file they come from.
-- :func:`with_provider_options`: ``-o KEY VALUE`` sets an option of the model's provider.
+- :func:`with_provider_options`: ``-o KEY VALUE`` sets an option of the model's provider;
+  :func:`with_options_carried` also of every other provider that takes it (``chat``'s
+  ``/model`` may switch to one).
 - :func:`check_credentials`: the model's provider needs a key that is not set (an
   OpenAI- or Anthropic-compatible API that is not local): a ``ValueError`` before the run.
 - :func:`unused_tools_note`: the agent has tools its model will not see (a provider's
@@ -42,6 +44,7 @@ __all__ = [
     "unknown_plugin_names",
     "unused_tools_note",
     "usable_default",
+    "with_options_carried",
     "with_provider_options",
 ]
 
@@ -89,6 +92,26 @@ def with_provider_options(
     current = settings.providers.get(provider) or ProviderSettings()
     updated = current.model_copy(update={"options": {**current.options, **given}})
     return settings.model_copy(update={"providers": {**settings.providers, provider: updated}})
+
+
+def with_options_carried(settings: Settings, options: Sequence[Sequence[str]]) -> Settings:
+    """``settings`` with ``options`` (``-o KEY VALUE``) also set for every provider named
+    in the settings or bundled with mainspring that takes them (:func:`check_settings`
+    passes), so a model of another provider chosen later (``chat``'s ``/model``) gets
+    them too. A provider that does not take them (the local provider has a fixed set of
+    options) is left as it is."""
+    if not options:
+        return settings
+    from ..plugins.providers import CONFIGURABLE_PROVIDERS
+
+    for name in dict.fromkeys([*CONFIGURABLE_PROVIDERS, *settings.providers]):
+        carried = with_provider_options(settings, f"{name}:", options)
+        try:
+            check_settings(carried)
+        except ValueError:
+            continue
+        settings = carried
+    return settings
 
 
 def check_credentials(agent: Any, source: str) -> None:

@@ -25,7 +25,13 @@ from ..contract.errors import PluginLoadError
 from ..loading import OPTION_DISABLE, installed_manifest, plugin_name
 from .errors import usage_error
 
-__all__ = ["build_for_listing", "list_plugins", "report_broken", "show_tool"]
+__all__ = [
+    "build_for_listing",
+    "disabled_reported_once",
+    "list_plugins",
+    "report_broken",
+    "show_tool",
+]
 
 _MAX_BROKEN = 20
 """How many broken plugins a listing works around before it gives up."""
@@ -54,26 +60,27 @@ def build_for_listing(
 
 
 class _SetAside(logging.Filter):
-    """Drops the ``plugin_disabled`` warning of plugins the listing turned off itself."""
+    """Drops the loader's ``plugin_disabled`` warning: for the plugins of ``names`` turned
+    off by ``--no-plugin``, or for every plugin when ``names`` is ``None``."""
 
-    def __init__(self, names: frozenset[str]) -> None:
+    def __init__(self, names: frozenset[str] | None) -> None:
         super().__init__()
         self.names = names
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != "plugin_disabled":
+            return True
+        if self.names is None:
+            return False
         return not (
-            record.msg == "plugin_disabled"
-            and getattr(record, "reason", None) == OPTION_DISABLE
+            getattr(record, "reason", None) == OPTION_DISABLE
             and getattr(record, "plugin", None) in self.names
         )
 
 
 @contextlib.contextmanager
-def _unreported(names: Iterable[str | None]) -> Iterator[None]:
-    """While the agent is rebuilt without the broken plugins, the loader's warning that
-    they are turned off is not printed: the user did not ask for it, and ``broken:``
-    already says why each is left out."""
-    aside = _SetAside(frozenset(name for name in names if name))
+def _set_aside(names: frozenset[str] | None) -> Iterator[None]:
+    aside = _SetAside(names)
     handlers = list(logging.getLogger("mainspring").handlers)
     for handler in handlers:
         handler.addFilter(aside)
@@ -82,6 +89,20 @@ def _unreported(names: Iterable[str | None]) -> Iterator[None]:
     finally:
         for handler in handlers:
             handler.removeFilter(aside)
+
+
+def _unreported(names: Iterable[str | None]) -> contextlib.AbstractContextManager[None]:
+    """While the agent is rebuilt without the broken plugins, the loader's warning that
+    they are turned off is not printed: the user did not ask for it, and ``broken:``
+    already says why each is left out."""
+    return _set_aside(frozenset(name for name in names if name))
+
+
+def disabled_reported_once() -> contextlib.AbstractContextManager[None]:
+    """While ``run`` or ``chat`` builds its agent, the loader's per-plugin
+    ``plugin_disabled`` warnings are not printed: the command names every plugin turned
+    off in one ``plugins off:`` line of its own."""
+    return _set_aside(None)
 
 
 def _passed_as(modules: list[str], plugin: str) -> str | None:

@@ -26,10 +26,13 @@ from typing import Any, final
 from ..contract.markers import hookimpl
 from ..providers.local_templates import TURN_FORMATS
 
-__all__ = ["LazyProvider", "local_options", "register_providers"]
+__all__ = ["CONFIGURABLE_PROVIDERS", "LazyProvider", "local_options", "register_providers"]
 
 CAPABILITIES = ("providers",)
 """What this plugin does (its manifest; see ``docs/capabilities.md``)."""
+
+CONFIGURABLE_PROVIDERS = ("openai", "anthropic", "local")
+"""The bundled providers built from ``settings.providers[name]`` (``faux`` takes none)."""
 
 
 @final

