@@ -9,7 +9,7 @@ remembered for the session; :class:`Closing` releases what plugins hold for the 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import AgentBusyError
@@ -77,6 +77,7 @@ class Approving:
         *,
         remember: str | None = None,
         reason: str | None = None,
+        content: Mapping[str, Any] | None = None,
     ) -> None:
         """Decide a tool call waiting for approval (a ``tool_approval_request`` event).
 
@@ -85,13 +86,18 @@ class Approving:
         session; ``reason`` is recorded in the ``tool_decision`` (and shown to the model
         when refused). The first answer for a call wins. Raises ``ValueError`` when no
         call with that id is waiting (idle, decided already, or never asked about).
+        A running call's question (the event's ``question``) is answered with
+        ``allow=True`` and ``content``: the form's values, or ``{}`` for a URL; they must
+        fit the question (``ValueError`` otherwise).
         """
         from .approvals import approval_from_api
 
         run = self._run
-        approval_from_api(
-            run.approvals if run is not None else None, tool_call_id, allow, remember, reason
-        )
+        pending = run.approvals if run is not None else None
+        asking = run.questions if run is not None else None
+        if asking is not None and tool_call_id in asking.requests:
+            pending = asking
+        approval_from_api(pending, tool_call_id, allow, remember, reason, content)
 
     @property
     def remembered_approvals(self) -> tuple[Any, ...]:

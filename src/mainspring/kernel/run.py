@@ -67,6 +67,7 @@ class Run:
         "new_messages",
         "opening",
         "provider",
+        "questions",
         "run_id",
         "sent",
         "settings",
@@ -116,6 +117,8 @@ class Run:
         """The last event emitted (``agent_end`` once the run is over: its outcome)."""
         self.approvals: PendingApprovals | None = None
         """The calls waiting for approval, while they wait (``agent.approve()``)."""
+        self.questions: PendingApprovals | None = None
+        """A running call's question, while it waits (``agent.approve()``)."""
         self.exit: BaseException | None = None
         """A ``KeyboardInterrupt``/``SystemExit`` raised inside the run, re-raised by
         ``prompt()`` once the run has settled."""

@@ -297,6 +297,12 @@ def report(agent: Agent) -> list[dict[str, Any]]:
     return rows
 
 
+def connections_of(agent: Agent) -> dict[str, Connection]:
+    """The connections ``agent`` holds, by server name (empty when it uses no server)."""
+    binding = _bindings.get(agent)
+    return dict(binding.connections) if binding is not None else {}
+
+
 def status() -> list[dict[str, Any]]:
     """Each connection of the process: server, state, users, tools, error (for the CLI)."""
     from .connection import connections

@@ -45,6 +45,7 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from ..logs import get_logger
 from ..settings import McpServerSettings
 from . import runtime
+from .elicitation import Asker, asking, question_of, reply_to
 from .launch import CommandNotFound, resolve_command
 from .listing import ListingSieve
 from .stderr import StderrRing
@@ -105,6 +106,8 @@ class Connection:
         self.started_s: float | None = None
         self.listeners: set[Callable[[], None]] = set()
         self._session: ClientSession | None = None
+        self._client: Client | None = None
+        self._askers: dict[int, Asker] = {}
         self._owner: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
         self._stop: asyncio.Event | None = None
@@ -200,7 +203,7 @@ class Connection:
             # and session are then the new owner's, never touched here
             current = self._owner is asyncio.current_task()
             if current:
-                self._session = None
+                self._session = self._client = None
                 reason = self._http_refusal() or _describe(
                     error, self.settings.startup_timeout_s, ready.done(), self._calls
                 )
@@ -214,7 +217,7 @@ class Connection:
                 raise
         finally:
             if self._owner is asyncio.current_task():
-                self._session = None
+                self._session = self._client = None
                 if self.state == "running":
                     self.state = "stopped"
 
@@ -259,11 +262,13 @@ class Connection:
             cache=None,
             message_handler=self._on_message,
             list_roots_callback=self._list_roots,
+            elicitation_callback=self._on_elicit,
             logging_callback=self._on_log,
             log_level="info",
             client_info=types.Implementation(name="mainspring", version="0.1.0"),
         )
         await stack.enter_async_context(client)
+        self._client = client
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             listening = asyncio.get_running_loop().create_task(self._listen(client))
             stack.callback(listening.cancel)
@@ -272,6 +277,21 @@ class Connection:
     async def _list_roots(self, context: Any) -> types.ListRootsResult:
         """The roots the server may work in: ``roots``, else its ``cwd`` (or the process's)."""
         return types.ListRootsResult(roots=_roots(self.settings))
+
+    async def _on_elicit(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        """An elicitation, put to the person by the call that caused it (see
+        :mod:`~mainspring.mcp.elicitation`); declined when that cannot be done."""
+        question = question_of(self.name, params, self.settings.escape_control)
+        asker = asking.get()
+        if asker is None and len(set(self._askers.values())) == 1:
+            asker = next(iter(self._askers.values()))
+        if isinstance(question, str) or asker is None:
+            why = question if isinstance(question, str) else "no single call in flight asked it"
+            _log.warning("mcp_elicitation_declined", server=self.name, reason=why)
+            return types.ElicitResult(action="decline")
+        return reply_to(question, await asker.ask(question))
 
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         """A server log message, as a structured log record naming the server."""
@@ -306,6 +326,20 @@ class Connection:
         session = await self.ensure_started()
         try:
             return await session.read_resource(uri)
+        except MCPError as error:
+            if error.error.code == types.CONNECTION_CLOSED:
+                await self._crashed(self._dropped_call())
+                raise ServerFailure(self.error) from None
+            raise
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        """The prompt ``name`` filled with ``arguments``; :class:`ServerFailure` if the
+        server is not there (an ``MCPError`` of the server is raised as it is)."""
+        await self.ensure_started()
+        client = self._client
+        assert client is not None
+        try:
+            return await client.get_prompt(name, arguments)
         except MCPError as error:
             if error.error.code == types.CONNECTION_CLOSED:
                 await self._crashed(self._dropped_call())
@@ -456,20 +490,42 @@ class Connection:
         arguments: dict[str, Any],
         progress: ProgressFnT | None,
         idempotent: bool = False,
+        asker: Asker | None = None,
     ) -> types.CallToolResult:
         """Call the tool ``name``; :class:`ServerFailure` if the server is not there for it.
 
         A call the server never ran (an HTTP session gone) is sent again on a new one; a
         call it dropped by exiting is sent again once, after a restart, if ``idempotent``.
         Cancelling this coroutine cancels the request: the SDK sends the server
-        ``notifications/cancelled``.
+        ``notifications/cancelled``. ``asker`` is how the call puts the server's
+        elicitations to the person (:mod:`~mainspring.mcp.elicitation`).
         """
+        if asker is not None:
+            asking.set(asker)
+            self._askers[id(asker)] = asker
+        try:
+            return await self._call_tool(name, arguments, progress, idempotent)
+        finally:
+            if asker is not None:
+                self._askers.pop(id(asker), None)
+
+    async def _call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None,
+        idempotent: bool,
+    ) -> types.CallToolResult:
         for attempt in (1, 2):
-            session = await self.ensure_started()
+            await self.ensure_started()
+            client = self._client
+            assert client is not None
             self._http_status = None
             self._calls += 1
             try:
-                result = await session.call_tool(name, arguments, progress_callback=progress)
+                # the client resolves a 2026-07-28 InputRequiredResult (an elicitation
+                # travelling with the call) and sends the call again with the answer
+                result = await client.call_tool(name, arguments, progress_callback=progress)
                 break
             except MCPError as error:
                 refusal = self._http_refusal()

@@ -40,6 +40,7 @@ from ..settings import McpServerSettings
 from ..tools import Tool, ToolArgumentsError, ToolContext, ToolResult
 from . import runtime
 from .connection import Connection, ServerFailure
+from .elicitation import Asker
 from .text import escape_control
 
 __all__ = [
@@ -113,13 +114,19 @@ class McpTool(Tool):
         return arguments
 
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        progress = _Progress(asyncio.get_running_loop(), ctx, self.settings.escape_control)
+        loop = asyncio.get_running_loop()
+        progress = _Progress(loop, ctx, self.settings.escape_control)
+        asker = Asker(loop, ctx)
         try:
             result = await runtime.call(
-                self.connection.call_tool(self.remote_name, args, progress.report, self.idempotent)
+                self.connection.call_tool(
+                    self.remote_name, args, progress.report, self.idempotent, asker
+                )
             )
         except ServerFailure as failure:
             return ToolResult.error(str(failure), details=self._details(None, []))
+        finally:
+            asker.close()
         progress.finish()
         return to_tool_result(result, self.server, self.remote_name, self.settings)
 
