@@ -29,7 +29,7 @@ from typing import Annotated
 import mcp_types as types
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt, UserMessage
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from pydantic import BaseModel, Field
 
@@ -293,6 +293,14 @@ if options.extras:
         else:
             action = (await ctx.elicit_url(message, url, "login-1")).action
         return types.CallToolResult(content=[types.TextContent(text=f"sign-in: {action}")])
+
+    @server.tool()
+    async def learn(ctx: Context) -> str:
+        """Add a prompt and tell the listening clients the prompts changed."""
+        prompt = Prompt.from_function(lambda: "learned", name="learned", description="New.")
+        server.add_prompt(prompt)
+        await ctx.notify_prompts_changed()
+        return "learned"
 
     @server.tool()
     async def log_something(ctx: Context) -> str:

@@ -121,3 +121,16 @@ def test_chat_sends_a_prompt_with_slash_prompt(tmp_path: Path) -> None:
     assert "mainspring: error: no MCP prompt 'nothing'" in err
     assert "mainspring: error: prompt x:summarize needs text" in err
     assert "mainspring: error: /prompt takes ARG=VALUE after the name, got 'oops'" in err
+
+
+async def test_a_changed_prompt_list_is_known_before_the_result_of_the_call() -> None:
+    steps = [faux.tool_call("learn", {}), faux.text("ok")]
+    provider = FauxProvider(steps)
+    # a server of its own: the prompt it learns stays learnt
+    settings = settings_with(x=server_settings("--extras", "--log", os.devnull))
+    agent = Agent(model="faux:test", provider=provider, settings=settings, autoload=False)
+    async with agent:
+        assert "learned" not in {prompt.name for prompt in prompts(agent)}
+        await agent.prompt("learn")
+        assert "learned" in {prompt.name for prompt in prompts(agent)}
+        assert (await get_prompt(agent, "learned"))[0].text == "learned"

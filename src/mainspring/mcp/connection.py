@@ -62,6 +62,7 @@ _BACKOFF_MAX_S = 30.0
 _STOP_S = 5.0
 _LOG_DATA = 4_000
 _LIST_CHANGED = "notifications/tools/list_changed"
+_EXTRAS_CHANGED = ("notifications/prompts/list_changed", "notifications/resources/list_changed")
 _EXTRAS = 1_000  # resources or prompts kept per server
 _LOG_LEVELS = {
     "debug": "debug",
@@ -116,6 +117,8 @@ class Connection:
         self._failures = 0
         self._retry_at = 0.0
         self._relist: asyncio.Task[None] | None = None
+        self._relist_extras: asyncio.Task[None] | None = None
+        self._reconnecting: asyncio.Task[None] | None = None
         self._lost: asyncio.Event | None = None
         self._announcing: set[asyncio.Task[None]] = set()
         self._calls = 0
@@ -197,7 +200,7 @@ class Connection:
                     self._notify()
                 await _either(stop, lost)
                 if not stop.is_set():
-                    raise _Lost()
+                    raise _SessionLost() if self.settings.url is not None else _Lost()
         except BaseException as error:
             # a stopped owner may end after the next start began: the connection's state
             # and session are then the new owner's, never touched here
@@ -211,6 +214,10 @@ class Connection:
                     self.state = "stopped"
                 else:
                     self._failed(reason)
+                    if isinstance(_first(error), _SessionLost):
+                        self._reconnecting = asyncio.get_running_loop().create_task(
+                            self._reconnect()
+                        )
             if not ready.done():
                 ready.set_result(None)
             if not isinstance(error, Exception | asyncio.CancelledError):
@@ -270,7 +277,9 @@ class Connection:
         await stack.enter_async_context(client)
         self._client = client
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            listening = asyncio.get_running_loop().create_task(self._listen(client))
+            lost = self._lost
+            assert lost is not None
+            listening = asyncio.get_running_loop().create_task(self._listen(client, lost))
             stack.callback(listening.cancel)
         return client.session
 
@@ -369,22 +378,39 @@ class Connection:
             self.tools_version += 1
 
     def _received(self, item: Any) -> Any:
-        """Every incoming message, in order, before the SDK handles it: a tool-list change
-        starts the re-listing at once, so a call whose result follows it waits for it."""
+        """Every incoming message, in order, before the SDK handles it: a tool, prompt or
+        resource list change starts the re-listing at once, so a call whose result
+        follows it waits for it."""
         message = getattr(item, "message", None)
-        if isinstance(message, JSONRPCNotification) and message.method == _LIST_CHANGED:
-            self._relist = asyncio.get_running_loop().create_task(self._refresh())
+        if isinstance(message, JSONRPCNotification):
+            if message.method == _LIST_CHANGED:
+                self._relist = asyncio.get_running_loop().create_task(self._refresh())
+            elif message.method in _EXTRAS_CHANGED:
+                self._relist_extras = asyncio.get_running_loop().create_task(self._refresh_extras())
         return self._sieve.received(item)
 
-    async def _listen(self, client: Client) -> None:
+    async def _listen(self, client: Client, lost: asyncio.Event) -> None:
         """Keep a ``subscriptions/listen`` stream open (2026-07-28), so the server sends
-        tool-list changes; they are acted on as they arrive (:meth:`_received`)."""
+        tool, prompt and resource list changes; tool changes are acted on as they arrive
+        (:meth:`_received`), the others re-list the prompts and resources.
+
+        Over HTTP, a stream that ends once it was open means the session is gone (the
+        server restarted or went away): ``lost`` is set, the connection is marked
+        failed and started again while agents use it (:meth:`_reconnect`), so the new
+        session listens again and a changed tool list reaches them.
+        """
+        listening = False
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
+            async with client.listen(
+                tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
+            ) as subscription:
+                listening = True
                 async for _ in subscription:
-                    pass
+                    pass  # acted on as they arrive (_received)
         except (MCPError, RuntimeError, TimeoutError) as error:
             _log.debug("mcp_listen_ended", server=self.name, error=str(error))
+        if listening and self.settings.url is not None:
+            lost.set()
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
@@ -402,6 +428,16 @@ class Connection:
             _log.warning("mcp_list_tools_failed", server=self.name, error=str(error))
         if self.tools_version != version:
             self._notify()
+
+    async def _refresh_extras(self) -> None:
+        """List the resources and prompts again (a failure only logged)."""
+        session = self._session
+        if session is None:
+            return
+        try:
+            await self._list_extras(session)
+        except Exception as error:  # the session closed under it: the next start lists them
+            _log.warning("mcp_list_extras_failed", server=self.name, error=str(error))
 
     def _notify(self) -> None:
         for listener in list(self.listeners):
@@ -442,6 +478,24 @@ class Connection:
         )
         _log.warning("mcp_server_failed", server=self.name, reason=reason)
 
+    async def _reconnect(self) -> None:
+        """Start a lost HTTP session again while agents use the connection, waiting the
+        backoff (1 s doubling up to 30 s) between attempts. A call need not wait for
+        it: an attempt that fails here leaves the next call free to try at once."""
+        delay = 0.0
+        while self.users > 0 and self.state == "failed":
+            await asyncio.sleep(delay)
+            if self.users == 0 or self.state != "failed":
+                return
+            try:
+                await self.ensure_started()
+            except ServerFailure:
+                self._retry_at = time.monotonic()
+                delay = min(_BACKOFF_MAX_S, max(_BACKOFF_FIRST_S, delay * 2))
+                continue
+            _log.info("mcp_session_renewed", server=self.name)
+            return
+
     def stderr_tail(self) -> str:
         """The last couple of thousand characters the server wrote to stderr."""
         return "" if self._stderr is None else self._stderr.tail(_STDERR_TAIL)
@@ -453,6 +507,8 @@ class Connection:
         waits (a new user of the shared server) keeps its own process and stderr.
         """
         owner, stop, stderr = self._owner, self._stop, self._stderr
+        if self._reconnecting is not None:
+            self._reconnecting.cancel()
         if owner is None or owner.done():
             self.state = "stopped" if self.state != "failed" else self.state
             if stderr is not None:
@@ -543,10 +599,10 @@ class Connection:
                 _log.info("mcp_call_retried", server=self.name, tool=name)
             finally:
                 self._calls -= 1
-        relist = self._relist
-        if relist is not None and not relist.done():
-            # the server changed its tools during the call: agents learn it before the result
-            await asyncio.shield(relist)
+        for relist in (self._relist, self._relist_extras):
+            if relist is not None and not relist.done():
+                # the server changed its lists during the call: known before the result
+                await asyncio.shield(relist)
         if not isinstance(result, types.CallToolResult):
             raise ServerFailure(f"unexpected reply to tools/call: {type(result).__name__}")
         return result
@@ -577,6 +633,10 @@ class _Lost(Exception):
     """The server's stream ended without anyone stopping it."""
 
 
+class _SessionLost(Exception):
+    """An HTTP server's subscription stream ended without anyone stopping it."""
+
+
 async def _either(first: asyncio.Event, second: asyncio.Event) -> None:
     waits = [asyncio.ensure_future(first.wait()), asyncio.ensure_future(second.wait())]
     try:
@@ -586,11 +646,20 @@ async def _either(first: asyncio.Event, second: asyncio.Event) -> None:
             wait.cancel()
 
 
+def _first(error: BaseException) -> BaseException:
+    """``error``, or the first error of an exception group (and of its groups)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
 def _describe(error: BaseException, startup_timeout_s: float, started: bool, calls: int) -> str:
     if isinstance(error, CommandNotFound):
         return f"cannot start: {error}"
     if isinstance(error, _Lost):
         return "exited while idle" if not calls else "exited during a call"
+    if isinstance(error, _SessionLost):
+        return "lost its HTTP session while idle (its stream ended)"
     if isinstance(error, TimeoutError) and not started:
         return f"did not answer initialize within {startup_timeout_s} s"
     if isinstance(error, BaseExceptionGroup):

@@ -105,6 +105,19 @@ class McpTool(Tool):
         self.remote_name = remote.name
         self.annotations: dict[str, Any] = annotations
 
+    @property
+    def rename_hint(self) -> str:
+        """How to give this tool another name, for the error when another tool has its name."""
+        given = f'the MCP server "{self.server}" gives it (its tool "{self.remote_name}")'
+        prefix = self.settings.tool_prefix
+        if prefix:
+            return f'{given}; set another tool_prefix on that server (now "{prefix}")'
+        renamed = tool_name(self.server, self.remote_name)
+        return (
+            f"{given}; set tool_prefix on that server "
+            f'(tool_prefix = "{self.server}" names it {renamed})'
+        )
+
     def validate(self, arguments: dict[str, Any]) -> Any:
         """Check the model's arguments against the server's schema (patterns by RE2)."""
         assert isinstance(self.parameters, dict)
