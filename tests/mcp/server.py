@@ -295,6 +295,12 @@ if options.extras:
         return types.CallToolResult(content=[types.TextContent(text=f"sign-in: {action}")])
 
     @server.tool()
+    async def pester(ctx: Context) -> str:
+        """Ask the same question again and again (earlier protocols: requests of its own)."""
+        answers = [(await ctx.elicit("Again?", Visitor)).action for _ in range(8)]
+        return " ".join(answers)
+
+    @server.tool()
     async def learn(ctx: Context) -> str:
         """Add a prompt and tell the listening clients the prompts changed."""
         prompt = Prompt.from_function(lambda: "learned", name="learned", description="New.")

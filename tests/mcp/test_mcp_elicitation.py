@@ -15,6 +15,7 @@ import pytest
 from mcp_helpers import run_agent, server_settings, settings_with
 
 from mainspring import Agent, Approval, ApprovalRequest, Settings, hookimpl
+from mainspring.mcp.elicitation import MAX_QUESTIONS
 from mainspring.questions import Question
 from mainspring.settings import ApprovalSettings
 from mainspring.testing import (
@@ -196,3 +197,48 @@ async def test_an_abort_while_a_question_waits_settles_the_call(legacy: bool) ->
     (result,) = recorder.messages("tool_result")
     assert result.is_error and "aborted" in result.text
     assert waiting.cancelled
+
+
+async def test_a_server_that_keeps_asking_is_declined_past_the_limit() -> None:
+    approver = scripted_approver(*[Approval(True, content=ADA)] * 8)
+    steps = [faux.tool_call("pester", {}), faux.text("ok")]
+    run = await run_agent(steps, settings_for(True), plugins=[approver])
+    actions = run.recorder.messages("tool_result")[0].text.split()
+    assert actions == ["accept"] * MAX_QUESTIONS + ["decline"] * (8 - MAX_QUESTIONS)
+    assert len(approver.requests) == MAX_QUESTIONS
+
+
+@PROTOCOLS
+async def test_with_two_calls_in_flight_the_asking_call_is_known_or_nobody_is_asked(
+    legacy: bool,
+) -> None:
+    # 2026-07-28: the question travels with its call; 2025-11-25 does not say which call
+    # asked, so with two in flight nobody is asked
+    approver = scripted_approver(Approval(True, content=ADA))
+    steps = [
+        faux.reply(faux.tool_call("slow", {"seconds": 60}), faux.tool_call("greet", {})),
+        faux.text("ok"),
+    ]
+    provider = FauxProvider(steps)
+    agent = Agent(
+        model="faux:test", provider=provider, settings=settings_for(legacy), plugins=[approver],
+        autoload=False,
+    )  # fmt: skip
+    recorder = EventRecorder()
+    agent.subscribe(recorder)
+
+    def stop_when_greeted(event: Any, signal: Any) -> None:
+        if event.type == "tool_execution_end" and event.tool_name == "greet":
+            agent.abort("enough")  # the slow call is not waited for
+
+    agent.subscribe(stop_when_greeted)
+    async with agent:
+        await agent.prompt("go")
+    check_event_grammar(recorder.events)
+    ends = [e for e in recorder.events if e.type == "tool_execution_end"]
+    (greeted,) = [e.result.text for e in ends if e.tool_name == "greet"]
+    if legacy:
+        assert greeted == "not answered: decline" and approver.requests == []
+    else:
+        assert greeted == "hello Ada, 36, newsletter=False"
+        assert [request.tool_name for request in approver.requests] == ["greet"]

@@ -34,6 +34,8 @@ __all__ = ["Asker", "asking", "question_of", "reply_to"]
 _log = get_logger(__name__)
 
 _MESSAGE_CHARS = 4_000
+MAX_QUESTIONS = 5
+"""The questions one call may put to the person; the server's later ones are declined."""
 
 asking: contextvars.ContextVar[Asker | None] = contextvars.ContextVar("mcp_asking", default=None)
 """The call whose request runs in this context (set by the connection for each call)."""
@@ -47,18 +49,24 @@ class Asker:
     over) declines what is still waiting.
     """
 
-    __slots__ = ("_ctx", "_loop", "_waiting")
+    __slots__ = ("_asked", "_ctx", "_loop", "_waiting")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, ctx: ToolContext) -> None:
         self._loop = loop
         self._ctx = ctx
         self._waiting: set[concurrent.futures.Future[Answer]] = set()
+        self._asked = 0
 
     async def ask(self, question: Question) -> Answer:
-        """The person's answer to ``question`` (declined if the call ends first)."""
+        """The person's answer to ``question`` (declined if the call ends first, or past
+        :data:`MAX_QUESTIONS` for the call)."""
         ask = getattr(self._ctx, "ask", None)
         if ask is None:
             return Answer(False, None, "this tool context cannot ask the person", "no_approver")
+        self._asked += 1
+        if self._asked > MAX_QUESTIONS:
+            _log.warning("mcp_elicitation_declined", asker=question.asker, reason="too many")
+            return Answer(False, None, f"a call asks at most {MAX_QUESTIONS} questions", "aborted")
         try:
             future = asyncio.run_coroutine_threadsafe(ask(question), self._loop)
         except RuntimeError:  # the agent's loop is closed
