@@ -30,7 +30,7 @@ import mcp_types as types
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt, UserMessage
-from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
 from pydantic import BaseModel, Field
 
 PNG = base64.b64encode(
@@ -293,6 +293,20 @@ if options.extras:
         else:
             action = (await ctx.elicit_url(message, url, "login-1")).action
         return types.CallToolResult(content=[types.TextContent(text=f"sign-in: {action}")])
+
+    def ask_the_model(topic: str) -> Sample:
+        line = types.SamplingMessage(
+            role="user", content=types.TextContent(text=f"One line about {topic}.")
+        )
+        return Sample([line], max_tokens=8, system_prompt="You are terse.")
+
+    @server.tool()
+    async def muse(
+        topic: str, line: Annotated[types.CreateMessageResult, Resolve(ask_the_model)]
+    ) -> str:
+        """Have the client's model write a line (sampling)."""
+        assert isinstance(line.content, types.TextContent)
+        return f"the client's model ({line.model}) said: {line.content.text}"
 
     @server.tool()
     async def pester(ctx: Context) -> str:

@@ -270,6 +270,7 @@ class Connection:
             message_handler=self._on_message,
             list_roots_callback=self._list_roots,
             elicitation_callback=self._on_elicit,
+            sampling_callback=self._on_sample if self.settings.sampling_budget else None,
             logging_callback=self._on_log,
             log_level="info",
             client_info=types.Implementation(name="mainspring", version="0.1.0"),
@@ -301,6 +302,22 @@ class Connection:
             _log.warning("mcp_elicitation_declined", server=self.name, reason=why)
             return types.ElicitResult(action="decline")
         return reply_to(question, await asker.ask(question))
+
+    async def _on_sample(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        """A sampling request, answered for the call that caused it (routed as an
+        elicitation is; see :mod:`~mainspring.mcp.sampling`); refused when that cannot
+        be done."""
+        asker = asking.get()
+        if asker is None and len(set(self._askers.values())) == 1:
+            asker = next(iter(self._askers.values()))
+        if asker is None:
+            _log.warning("mcp_sampling_refused", server=self.name, reason="no single call")
+            return types.ErrorData(
+                code=types.INVALID_REQUEST, message="sampling refused: no single call asked it"
+            )
+        return await asker.sample(params)
 
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         """A server log message, as a structured log record naming the server."""

@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-from typing import Any
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
@@ -28,6 +29,9 @@ from ..logs import get_logger
 from ..questions import Answer, Question
 from ..tools import ToolContext
 from .text import escape_control
+
+if TYPE_CHECKING:
+    from .sampling import Sampler
 
 __all__ = ["Asker", "asking", "question_of", "reply_to"]
 
@@ -49,12 +53,15 @@ class Asker:
     over) declines what is still waiting.
     """
 
-    __slots__ = ("_asked", "_ctx", "_loop", "_waiting")
+    __slots__ = ("_asked", "_ctx", "_loop", "_sampler", "_waiting")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, ctx: ToolContext) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, ctx: ToolContext, sampler: Sampler | None = None
+    ) -> None:
         self._loop = loop
         self._ctx = ctx
-        self._waiting: set[concurrent.futures.Future[Answer]] = set()
+        self._sampler = sampler
+        self._waiting: set[concurrent.futures.Future[Any]] = set()
         self._asked = 0
 
     async def ask(self, question: Question) -> Answer:
@@ -67,10 +74,29 @@ class Asker:
         if self._asked > MAX_QUESTIONS:
             _log.warning("mcp_elicitation_declined", asker=question.asker, reason="too many")
             return Answer(False, None, f"a call asks at most {MAX_QUESTIONS} questions", "aborted")
+        over = Answer(False, None, "the call is over", "aborted")
+        answer: Answer = await self._on_agent_loop(ask(question), over)
+        return answer
+
+    async def sample(
+        self, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        """The agent's model's reply to a sampling request (:mod:`~mainspring.mcp.sampling`)."""
+        over = types.ErrorData(code=types.INVALID_REQUEST, message="sampling refused: call over")
+        if self._sampler is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="sampling is not offered")
+        reply: types.CreateMessageResult | types.ErrorData = await self._on_agent_loop(
+            self._sampler.sample(params, self._ctx), over
+        )
+        return reply
+
+    async def _on_agent_loop(self, coroutine: Coroutine[Any, Any, Any], over: Any) -> Any:
+        """``coroutine`` run on the agent's loop; ``over`` if the call ends first."""
         try:
-            future = asyncio.run_coroutine_threadsafe(ask(question), self._loop)
+            future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         except RuntimeError:  # the agent's loop is closed
-            return Answer(False, None, "the call is over", "aborted")
+            coroutine.close()
+            return over
         self._waiting.add(future)
         try:
             return await asyncio.wrap_future(future)
@@ -78,7 +104,7 @@ class Asker:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise  # the request itself is cancelled
-            return Answer(False, None, "the call is over", "aborted")
+            return over
         finally:
             self._waiting.discard(future)
 

@@ -41,6 +41,7 @@ from ..tools import Tool, ToolArgumentsError, ToolContext, ToolResult
 from . import runtime
 from .connection import Connection, ServerFailure
 from .elicitation import Asker
+from .sampling import Sampler
 from .text import escape_control
 
 __all__ = [
@@ -70,7 +71,15 @@ class McpTool(Tool):
     by the ``mcp`` plugin like the ones the agent was built with (``agent.tool_owners``).
     """
 
-    __slots__ = ("annotations", "connection", "owner", "remote_name", "server", "settings")
+    __slots__ = (
+        "annotations",
+        "connection",
+        "owner",
+        "remote_name",
+        "sampler",
+        "server",
+        "settings",
+    )
 
     def __init__(
         self, server: str, settings: McpServerSettings, connection: Connection, remote: types.Tool
@@ -104,6 +113,8 @@ class McpTool(Tool):
         self.connection = connection
         self.remote_name = remote.name
         self.annotations: dict[str, Any] = annotations
+        self.sampler: Sampler | None = None
+        """The agent's sampling for this server (``sampling_budget``), set by the binding."""
 
     @property
     def rename_hint(self) -> str:
@@ -129,7 +140,7 @@ class McpTool(Tool):
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         loop = asyncio.get_running_loop()
         progress = _Progress(loop, ctx, self.settings.escape_control)
-        asker = Asker(loop, ctx)
+        asker = Asker(loop, ctx, self.sampler)
         try:
             result = await runtime.call(
                 self.connection.call_tool(
