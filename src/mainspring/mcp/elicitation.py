@@ -12,7 +12,8 @@ Which call asked: on a 2026-07-28 connection the question travels with the call,
 is known; on earlier ones the server's request does not say, so it goes to the one call
 in flight on the connection, and is declined when there are several (or none) — fail
 closed. A question whose form cannot be used (:func:`mainspring.questions.form_problems`)
-is declined too, and logged.
+is declined too, and logged. A server's sampling requests reach the agent through the
+same :class:`Asker` (:mod:`~mainspring.mcp.sampling`).
 """
 
 from __future__ import annotations
