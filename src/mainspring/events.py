@@ -299,6 +299,10 @@ class ToolApprovalRequest(_Event):
     args: Any
     reason: str
     plugin: str
+    question: Any = None
+    """For a question the running call asks (``ctx.ask``): the question described
+    (``asker``, ``message``, ``mode``, ``schema`` or ``url``); answered with
+    ``agent.approve(tool_call_id, True, content=...)``, and no ``tool_decision`` follows."""
 
 
 Event: TypeAlias = (

@@ -224,7 +224,9 @@ class McpServerSettings(_Section):
     and ``max_content_bytes`` bytes of content (past them, one truncation notice);
     ``escape_control`` escapes control characters in tool names, descriptions and results.
     ``roots`` are the directories the server is told it may work in (default: its
-    ``cwd``, else the process's working directory).
+    ``cwd``, else the process's working directory). ``sampling_budget``: how many of the
+    server's sampling requests each agent may answer with its own model, each one allowed
+    by the person (0, the default: sampling is not offered).
     ``enabled=False`` keeps the entry but ignores it.
     """
 
@@ -245,6 +247,7 @@ class McpServerSettings(_Section):
     max_content_bytes: int = Field(default=1_000_000, ge=1)
     escape_control: bool = True
     roots: tuple[str, ...] | None = None
+    sampling_budget: int = Field(default=0, ge=0)
     enabled: bool = True
 
     @field_validator("timeout_s", mode="before")

@@ -94,6 +94,12 @@ class ToolContext(Protocol):
       does nothing and never raises.
     - ``file_lock(path)``: an async context manager serialising every tool call of the
       agent that touches the same real path.
+
+    The kernel's context also offers ``await ctx.ask(question)``: put a
+    :class:`~mainspring.questions.Question` to the person through the approvers (never
+    the model) and get an :class:`~mainspring.questions.Answer`; see
+    :mod:`mainspring.questions`. It is not part of this protocol, so contexts made
+    elsewhere (a test's) need not have it: look it up with ``getattr(ctx, "ask", None)``.
     """
 
     @property

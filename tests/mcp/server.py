@@ -7,10 +7,12 @@ appends one line per notable event (``cancelled slow``) so tests can see what th
 received. ``--touch FILE`` creates FILE on start; ``--wait-for FILE`` serves only once
 FILE exists; ``--extra-tool-if FILE`` lists a tool ``extra`` when FILE exists as it
 starts. ``--extras`` adds a resource, a prompt, and tools that list the client's roots,
-send it a log message and ask it a question (an elicitation). ``--hostile`` adds tools
-an attacker would write: a catastrophic-backtracking pattern, ANSI escapes in a
-description, floods of content, progress and stderr (``raw_server.py`` lists the
-schemas the SDK would refuse to send).
+send it a log message and ask it questions (elicitations: ``ask`` on the session,
+earlier protocols only; ``greet``, a form, and ``sign_in``, a URL, on every version).
+``--legacy`` does not answer ``server/discover``, so it speaks the 2025-11-25 protocol.
+``--hostile`` adds tools an attacker would write: a catastrophic-backtracking pattern,
+ANSI escapes in a description, floods of content, progress and stderr (``raw_server.py``
+lists the schemas the SDK would refuse to send).
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ import time
 from typing import Annotated
 
 import mcp_types as types
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt, UserMessage
+from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
 from pydantic import BaseModel, Field
 
 PNG = base64.b64encode(
@@ -45,6 +50,7 @@ parser.add_argument("--touch", default=None)
 parser.add_argument("--wait-for", default=None)
 parser.add_argument("--extra-tool-if", default=None)
 parser.add_argument("--extras", action="store_true")
+parser.add_argument("--legacy", action="store_true")
 options = parser.parse_args()
 
 
@@ -229,6 +235,15 @@ if options.extras:
         """Ask for a summary."""
         return f"Summarize: {text}"
 
+    @server.prompt()
+    def review(code: str, focus: str = "bugs") -> list[Message]:
+        """A review, \x1b[31mred\x1b[0m: three messages."""
+        return [
+            UserMessage(f"Review this for {focus}:\n{code}"),
+            AssistantMessage("Which language is it?"),
+            UserMessage("Python.\x1b[2J"),
+        ]
+
     @server.tool()
     async def roots(ctx: Context) -> str:
         """The client's roots, one URI a line."""
@@ -246,6 +261,66 @@ if options.extras:
         except Exception as error:  # the client cannot be asked
             return f"not asked: {type(error).__name__}"
         return f"answered: {answer.action}"
+
+    class Visitor(BaseModel):
+        name: str = Field(description="Your name")
+        age: int = Field(ge=0)
+        newsletter: bool = False
+
+    def who_asks(ctx: Context) -> Elicit[Visitor]:
+        return Elicit("Who is asking?", Visitor)
+
+    @server.tool()
+    async def greet(who: Annotated[ElicitationResult[Visitor], Resolve(who_asks)]) -> str:
+        """Ask the person who they are (an elicitation on every protocol version)."""
+        if isinstance(who, AcceptedElicitation):
+            return f"hello {who.data.name}, {who.data.age}, newsletter={who.data.newsletter}"
+        return f"not answered: {who.action}"
+
+    @server.tool()
+    async def sign_in(ctx: Context) -> types.CallToolResult | types.InputRequiredResult:
+        """Ask the person to sign in at a URL (a URL-mode elicitation)."""
+        message, url = "Sign in to continue", "https://example.com/login?session=1"
+        if ctx.protocol_version == "2026-07-28":
+            answers = ctx.input_responses
+            if not answers:
+                params = types.ElicitRequestURLParams(
+                    message=message, url=url, elicitation_id="login-1"
+                )
+                request = types.ElicitRequest(params=params)
+                return types.InputRequiredResult(input_requests={"login": request})
+            action = types.ElicitResult.model_validate(answers["login"]).action
+        else:
+            action = (await ctx.elicit_url(message, url, "login-1")).action
+        return types.CallToolResult(content=[types.TextContent(text=f"sign-in: {action}")])
+
+    def ask_the_model(topic: str) -> Sample:
+        line = types.SamplingMessage(
+            role="user", content=types.TextContent(text=f"One line about {topic}.")
+        )
+        return Sample([line], max_tokens=8, system_prompt="You are terse.")
+
+    @server.tool()
+    async def muse(
+        topic: str, line: Annotated[types.CreateMessageResult, Resolve(ask_the_model)]
+    ) -> str:
+        """Have the client's model write a line (sampling)."""
+        assert isinstance(line.content, types.TextContent)
+        return f"the client's model ({line.model}) said: {line.content.text}"
+
+    @server.tool()
+    async def pester(ctx: Context) -> str:
+        """Ask the same question again and again (earlier protocols: requests of its own)."""
+        answers = [(await ctx.elicit("Again?", Visitor)).action for _ in range(8)]
+        return " ".join(answers)
+
+    @server.tool()
+    async def learn(ctx: Context) -> str:
+        """Add a prompt and tell the listening clients the prompts changed."""
+        prompt = Prompt.from_function(lambda: "learned", name="learned", description="New.")
+        server.add_prompt(prompt)
+        await ctx.notify_prompts_changed()
+        return "learned"
 
     @server.tool()
     async def log_something(ctx: Context) -> str:
@@ -289,9 +364,40 @@ if options.hostile:
         return "shouted"
 
 
+async def serve_legacy() -> None:
+    """Serve stdio as a server that knows no ``server/discover``: the client falls back
+    to ``initialize`` (2025-11-25), where elicitations are requests of their own."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+    from mcp_types.jsonrpc import JSONRPCError, JSONRPCRequest
+
+    async with stdio_server() as (read_stream, write_stream):
+        inner_send, inner_read = anyio.create_memory_object_stream[object](100)
+
+        async def forward() -> None:
+            async with inner_send:
+                async for item in read_stream:
+                    message = getattr(item, "message", None)
+                    if isinstance(message, JSONRPCRequest) and message.method == "server/discover":
+                        error = types.ErrorData(code=types.METHOD_NOT_FOUND, message="no discover")
+                        reply = JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
+                        await write_stream.send(SessionMessage(reply))
+                        continue
+                    await inner_send.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(forward)
+            low = server._lowlevel_server
+            await low.run(inner_read, write_stream, low.create_initialization_options())
+            group.cancel_scope.cancel()
+
+
 if __name__ == "__main__":
     print("test server ready", file=sys.stderr, flush=True)
-    if options.http is not None:
+    if options.legacy:
+        asyncio.run(serve_legacy())
+    elif options.http is not None:
         server.run("streamable-http", host="127.0.0.1", port=options.http)
     else:
         server.run("stdio")

@@ -3,6 +3,7 @@ that are gone, HTTP refusals, and tool lists re-read on a restart reaching every
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import os
 import signal
@@ -158,3 +159,47 @@ async def test_a_tool_list_reread_on_a_restart_reaches_every_agent(tmp_path: Pat
         for agent in (first, second):
             assert "extra" in {tool.name for tool in agent.state.tools}
             assert agent.tool_owners["extra"] == "mcp"
+
+
+async def test_a_restarted_http_server_is_listened_to_again_without_a_call(
+    tmp_path: Path,
+) -> None:
+    flag = tmp_path / "extra"
+    port = free_port()
+    server = start_http_server(port)
+    url = f"http://127.0.0.1:{port}/mcp"
+    settings = settings_with(h=McpServerSettings(url=url))
+    agent = Agent(model="faux:test", provider=FauxProvider([]), settings=settings, autoload=False)
+    # another client of the same server (another header: another session)
+    other = settings_with(o=McpServerSettings(url=url, headers={"X-Client": "other"}))
+    steps = [faux.tool_call("grow", {}), faux.text("")]
+    grower = Agent(model="faux:test", provider=FauxProvider(steps), settings=other, autoload=False)
+    loop = asyncio.get_running_loop()
+    changed: asyncio.Queue[None] = asyncio.Queue()
+
+    def listener() -> None:  # called on the MCP runtime's thread, beside the agent's own
+        loop.call_soon_threadsafe(changed.put_nowait, None)
+
+    async def told() -> None:
+        await changed.get()
+        # the listeners are called in one go on the runtime loop: once it runs the next
+        # coroutine, the agent's own listener has swapped its tools too
+        await runtime.call(asyncio.sleep(0))
+
+    try:
+        async with agent, grower:
+            connection = connection_of(agent, "h")
+            connection.listeners.add(listener)
+            assert "extra" not in {tool.name for tool in agent.state.tools}
+            flag.touch()
+            stop_process(server)
+            server = start_http_server(port, "--extra-tool-if", str(flag))
+            await told()  # a new session, its tools listed: no call was needed
+            assert "extra" in {tool.name for tool in agent.state.tools}
+            assert connection.state == "running"
+            await grower.prompt("grow")  # the new server tells its listeners
+            await told()
+            assert "added" in {tool.name for tool in agent.state.tools}
+            connection.listeners.discard(listener)
+    finally:
+        stop_process(server)

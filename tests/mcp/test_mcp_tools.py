@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from mcp_helpers import McpRun, run_agent, server_settings, settings_with
 
-from mainspring import Agent, PluginLoadError, Settings, tool
+from mainspring import Agent, PluginLoadError, Settings, hookimpl, tool
 from mainspring.events import ToolExecutionEnd, ToolExecutionUpdate
 from mainspring.mcp import McpTool
 from mainspring.messages import ImageContent, TextContent
@@ -145,6 +145,28 @@ async def test_a_name_collision_is_a_load_error(shared_server: Settings) -> None
             tools=[echo],
             autoload=False,
         )
+
+    class Native:
+        name = "native"
+
+        @hookimpl
+        def register_tools(self) -> list[Any]:
+            return [echo]
+
+    with pytest.raises(PluginLoadError) as raised:
+        Agent(
+            model="faux:test",
+            provider=FauxProvider([]),
+            settings=shared_server,
+            plugins=[Native()],
+            autoload=False,
+        )
+    # both owners, the server, and the setting that separates them
+    message = str(raised.value)
+    assert "'native'" in message and "'mcp'" in message, message
+    assert 'the MCP server "t" gives it (its tool "echo")' in message
+    assert 'set tool_prefix on that server (tool_prefix = "t" names it t_echo)' in message
+    assert "disable_plugins" not in message
 
 
 async def test_a_plugin_can_declare_a_server() -> None:

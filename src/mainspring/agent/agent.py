@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Self
 
 from ..contract.agent_view import AgentView, Listener
@@ -434,6 +434,7 @@ class Agent:
         *,
         remember: str | None = None,
         reason: str | None = None,
+        content: Mapping[str, Any] | None = None,
     ) -> None:
         """Decide a tool call waiting for approval (a ``tool_approval_request`` event).
 
@@ -442,11 +443,16 @@ class Agent:
         session; ``reason`` is recorded in the ``tool_decision`` (and shown to the model
         when refused). The first answer for a call wins. Raises ``ValueError`` when no
         call with that id is waiting (idle, decided already, or never asked about).
+        A running call's question (the event's ``question``) is answered with
+        ``allow=True`` and ``content``: the form's values, or ``{}`` for a URL; they must
+        fit the question (``ValueError`` otherwise).
         """
         run = self._run
-        approval_from_api(
-            run.approvals if run is not None else None, tool_call_id, allow, remember, reason
-        )
+        pending = run.approvals if run is not None else None
+        asking = run.questions if run is not None else None
+        if asking is not None and tool_call_id in asking.requests:
+            pending = asking
+        approval_from_api(pending, tool_call_id, allow, remember, reason, content)
 
     @property
     def remembered_approvals(self) -> tuple[Any, ...]:

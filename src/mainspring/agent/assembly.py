@@ -66,10 +66,15 @@ class ToolSet:
             if tool.name in self.tools:
                 first = self.owners[tool.name]
                 plugin = first if owner == GIVEN else owner
+                # a tool may say how to rename it (an MCP server's: its tool_prefix)
+                hints = (getattr(t, "rename_hint", None) for t in (tool, self.tools[tool.name]))
+                fix = next((hint for hint in hints if isinstance(hint, str)), None) or (
+                    f"disable a plugin (disable_plugins=[{plugin!r}]; on the "
+                    f"command line --no-plugin {plugin}) or rename a tool"
+                )
                 raise PluginLoadError(
                     f'two tools are named "{tool.name}": one from {first!r} and one from '
-                    f"{owner!r}; disable a plugin (disable_plugins=[{plugin!r}]; on the "
-                    f"command line --no-plugin {plugin}) or rename a tool",
+                    f"{owner!r}; {fix}",
                     plugin=owner,
                 )
             self.owners[tool.name] = owner

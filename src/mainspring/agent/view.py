@@ -148,10 +148,11 @@ class ScopedView:
         *,
         remember: str | None = None,
         reason: str | None = None,
+        content: Mapping[str, Any] | None = None,
     ) -> None:
         """Answer a call waiting for approval (needs ``approve``); see ``Agent.approve``."""
         self._need("approve", "answer an approval")
-        self.__agent.approve(tool_call_id, allow, remember=remember, reason=reason)
+        self.__agent.approve(tool_call_id, allow, remember=remember, reason=reason, content=content)
 
     def abort(self, reason: str = "aborted") -> None:
         """Abort the running run (any plugin may)."""

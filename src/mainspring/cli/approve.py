@@ -10,7 +10,8 @@ whole, with control characters, unusual spaces and runs of spaces made visible
 (:func:`visible`); a call longer than a page is shown a page at a time (Enter for the
 next) before the question. With ``--yes`` or ``--no`` it answers without asking; without a
 terminal (piped input) it refuses, since nobody is there to ask. Either way it says so on
-stderr.
+stderr. A running tool's question (an MCP server's elicitation) is answered by
+:mod:`mainspring.cli.questions`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..contract.decisions import Approval, ApprovalRequest
 from ..contract.markers import hookimpl
 from ..messages import thaw
 from ..workers import in_daemon_thread
+from .questions import answer
 
 __all__ = ["Mode", "TerminalApprover", "describe_call", "visible"]
 
@@ -149,6 +151,11 @@ class TerminalApprover:
         """Answer each request: by ``mode``, or by what the person types."""
         answers: dict[str, Approval] = {}
         for request in requests:
+            if request.question is not None:  # a running tool asks the person
+                answers[request.tool_call_id] = await answer(
+                    request.question, self.mode, self._say, self.read_line, visible
+                )
+                continue
             lines = describe_call(request)
             if self.mode != "ask":
                 allow = self.mode == "yes"

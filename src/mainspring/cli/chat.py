@@ -14,7 +14,8 @@ the program.
 
 Without a terminal (piped input) each line is a prompt, answered before the next is read.
 
-Slash commands: ``/help``, ``/model [provider:id]``, ``/session``, ``/quit`` (``/exit``).
+Slash commands: ``/help``, ``/model [provider:id]``, ``/session``, ``/prompt [NAME
+ARG=VALUE...]`` (an MCP server's prompt, :mod:`.chat_prompts`), ``/quit`` (``/exit``).
 The exit code is the last run's, as for ``run``: 0 done (or no run), 1 error or aborted,
 3 the reply was cut off at the output-token limit or by the repetition guard.
 """
@@ -27,22 +28,24 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from .. import __version__
 from ..agent import Agent
 from .approve import TerminalApprover
+from .chat_prompts import is_prompt_command, prompt_messages
 from .errors import usage_error
 from .render import TerminalRenderer, cut_notice
 
 __all__ = ["COMMANDS", "chat"]
 
 PROMPT = "> "
-COMMANDS = ("/help", "/model", "/session", "/quit", "/exit")
+COMMANDS = ("/help", "/model", "/session", "/prompt", "/quit", "/exit")
 HELP = """\
 /help              this help
 /model [P:ID]      show the model, or use provider P's model ID from the next prompt on
 /session           where this conversation is kept
+/prompt [NAME A=V] list the MCP servers' prompts, or send one with its arguments
 /quit, /exit       end the chat (so do Ctrl-D, and Ctrl-C twice on an empty line)
 Enter sends; Alt-Enter (Esc, Enter) starts a new line; a paste is one prompt.
 Up/Down and Ctrl-R: history. Tab completes a command. Ctrl-C clears the line.
@@ -113,6 +116,8 @@ def _command(agent: Agent, text: str, err: TextIO) -> bool | None:
     elif name == "/model":
         model = agent.state.model
         print(f"model: {model.provider}:{model.id}", file=err)
+    elif name == "/prompt":
+        print("/prompt sends once the reply has ended", file=err)
     elif "/" not in name[1:]:
         print(f"unknown command {name} (/help lists them)", file=err)
     else:
@@ -191,7 +196,7 @@ class _Terminal:
             self.interrupted = True
             self.agent.abort("interrupted")
 
-    async def _run(self, text: str) -> int:
+    async def _run(self, text: str | list[Any]) -> int:
         await self.renderer.prepare(self.agent)
         task = asyncio.ensure_future(self.agent.prompt(text))
         self.typeahead.start()
@@ -218,6 +223,13 @@ class _Terminal:
                     break
                 text = line.strip()
                 if not text:
+                    continue
+                if is_prompt_command(text):
+                    messages = await prompt_messages(self.agent, text, self.err)
+                    if messages:
+                        code = await self._run(messages)
+                    if self.quitting:
+                        break
                     continue
                 if text.startswith("/"):
                     done = _command(self.agent, text, self.err)
@@ -262,7 +274,13 @@ async def _piped(agent: Agent, renderer: TerminalRenderer, out: TextIO, err: Tex
             text = line.strip()
             if not text:
                 continue
-            if text.startswith("/"):
+            sent: str | list[Any] = text
+            if is_prompt_command(text):
+                messages = await prompt_messages(agent, text, err)
+                if not messages:
+                    continue
+                sent = messages
+            elif text.startswith("/"):
                 done = _command(agent, text, err)
                 if done:
                     break
@@ -271,7 +289,7 @@ async def _piped(agent: Agent, renderer: TerminalRenderer, out: TextIO, err: Tex
             if answered:
                 print(file=out, flush=True)  # a blank line between one reply and the next
             await renderer.prepare(agent)
-            await agent.prompt(text)
+            await agent.prompt(sent)
             code = _exit_code(renderer, agent, err)
             answered = True
     finally:

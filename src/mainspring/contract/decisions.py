@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from ..providers.base import Model, ThinkingLevel
+    from ..questions import Question
 
 __all__ = [
     "Approval",
@@ -66,7 +67,9 @@ class ApprovalRequest:
     """One tool call waiting for a decision: what ``request_approval`` is asked about.
 
     ``arguments`` are the call's read-only arguments as the model sent them; ``plugin`` is
-    the gate that asked, ``reason`` its reason.
+    the gate that asked, ``reason`` its reason. With ``question`` set, the running call
+    asks the person (:mod:`mainspring.questions`): ``arguments`` is the question
+    described, ``plugin`` who asks, and only an answer with ``content`` accepts it.
     """
 
     tool_call_id: str
@@ -74,6 +77,7 @@ class ApprovalRequest:
     arguments: Any
     reason: str
     plugin: str
+    question: Question | None = None
 
 
 RememberKind = Literal["call", "prefix", "glob", "tool"]
@@ -99,7 +103,8 @@ class Approval:
     - ``"tool"``: every later call of the tool, whatever its arguments.
 
     ``reason`` is recorded in the ``tool_decision`` event (and, for a refusal, shown to
-    the model).
+    the model). ``content`` answers a question (:mod:`mainspring.questions`): a form's
+    values, or ``{}`` for a URL; given only with ``allow=True``.
     """
 
     allow: bool
@@ -107,10 +112,13 @@ class Approval:
     remember: RememberKind | None = None
     argument: str | None = None
     pattern: str | None = None
+    content: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if type(self.allow) is not bool:
             raise TypeError(f"Approval.allow must be True or False, not {self.allow!r}")
+        if self.content is not None and not (self.allow and isinstance(self.content, Mapping)):
+            raise ValueError("Approval.content is a mapping, given only with allow=True")
         if self.remember is not None and self.remember not in REMEMBER_KINDS:
             raise ValueError(
                 f"Approval.remember must be None or one of {REMEMBER_KINDS}, not {self.remember!r}"

@@ -244,7 +244,9 @@ async def request_approval(
     time while calls wait, when ``settings.approvals.api`` is on. Calls nobody answered
     within ``settings.approvals.timeout_s`` (default 300 s) are blocked; with no
     implementation and the API off, they are blocked at once. An answer for a call that
-    was not asked about is ignored.
+    was not asked about is ignored. A request whose ``question`` is set is a running
+    call's question to the person (:mod:`mainspring.questions`): it is accepted only by
+    ``Approval(True, content=...)`` with content that fits it.
 
     **If it raises:** fail closed. The calls it was asked about and did not answer are
     blocked, and a ``hook_error`` event is emitted.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
@@ -28,12 +28,21 @@ from ..approval_scopes import ArgumentScope, same_arguments
 from ..contract.decisions import Approval, ApprovalRequest
 from ..contract.errors import HookError, HookTimeoutError
 from ..messages import thaw
+from ..questions import Answer, answer_problems
+from ..signal import RunAborted
 
 if TYPE_CHECKING:
     from ..events import DecidedBy
     from .run import Run
 
-__all__ = ["Decision", "PendingApprovals", "Remembered", "decide_approvals", "remembrance"]
+__all__ = [
+    "Decision",
+    "PendingApprovals",
+    "Remembered",
+    "decide_approvals",
+    "decide_question",
+    "remembrance",
+]
 
 
 @final
@@ -48,6 +57,7 @@ class Decision:
     remember: str | None = None
     argument: str | None = None
     pattern: str | None = None
+    content: Any = None
 
 
 @final
@@ -141,7 +151,9 @@ def _answer(approval: Approval, decided_by: DecidedBy, plugin: str | None) -> De
     if not allow:
         return Decision(False, decided_by, plugin, approval.reason)
     remember, argument, pattern = approval.remember, approval.argument, approval.pattern
-    return Decision(True, decided_by, plugin, approval.reason, remember, argument, pattern)
+    return Decision(
+        True, decided_by, plugin, approval.reason, remember, argument, pattern, approval.content
+    )
 
 
 def remembered(run: Run, request: ApprovalRequest) -> bool:
@@ -203,15 +215,24 @@ def approval_from_api(
     allow: bool,
     remember: str | None,
     reason: str | None,
+    content: Mapping[str, Any] | None = None,
 ) -> None:
-    """``agent.approve()``: answer a waiting call, or raise ``ValueError`` saying why not."""
+    """``agent.approve()``: answer a waiting call (or its question, with ``content``), or
+    raise ``ValueError`` saying why not."""
     if pending is None or call_id not in pending.requests:
         raise ValueError(f"no tool call {call_id!r} is waiting for approval")
     if type(allow) is not bool:
         raise ValueError(f"allow must be True or False, not {allow!r}")
     if remember not in (None, "tool", "call"):
         raise ValueError(f'remember must be None, "tool" or "call", not {remember!r}')
-    approval = Approval(allow, reason, remember)  # type: ignore[arg-type]
+    question = pending.requests[call_id].question
+    if content is not None and (question is None or not allow):
+        raise ValueError("content answers a question, with allow=True")
+    if question is not None and content is not None:
+        problems = answer_problems(question, content)
+        if problems:
+            raise ValueError(f"the answer does not fit the question: {'; '.join(problems)}")
+    approval = Approval(allow, reason, remember, content=content)  # type: ignore[arg-type]
     if not pending.decide(call_id, _answer(approval, "api", "api")):
         raise ValueError(f"tool call {call_id!r} was already decided")
 
@@ -228,3 +249,35 @@ def check_answers(answers: Any, plugin: str) -> Mapping[str, Approval]:
                 "request_approval", plugin, f"returned {call_id!r}: {approval!r}, not an Approval"
             )
     return answers
+
+
+async def decide_question(
+    run: Run, request: ApprovalRequest, announce: Callable[[], Awaitable[Any]]
+) -> Answer:
+    """Put a running call's question (``request.question``) to the approvers, as
+    :func:`decide_approvals` does a batch; ``agent.approve()`` answers it from
+    ``announce()`` on (``run.questions``). Accepted only when allowed with content that
+    fits the question (:mod:`mainspring.questions`); anything else declines, an abort
+    too."""
+    question = request.question
+    assert question is not None
+    pending = PendingApprovals()
+    pending.add(request)
+    run.questions = pending
+    try:
+        await announce()
+        decision = (await decide_approvals(run, pending))[request.tool_call_id]
+    except RunAborted:
+        return Answer(False, None, "the run was aborted", "aborted")
+    finally:
+        run.questions = None
+    who = (decision.decided_by, decision.plugin)
+    if not decision.allow:
+        return Answer(False, None, decision.reason or "declined", *who)
+    if decision.content is None:
+        reason = "allowed without an answer (an approver that does not answer questions)"
+        return Answer(False, None, reason, *who)
+    problems = answer_problems(question, decision.content)
+    if problems:
+        return Answer(False, None, f"the answer does not fit: {'; '.join(problems)}", *who)
+    return Answer(True, dict(decision.content), decision.reason, *who)

@@ -74,6 +74,7 @@ class Run:
         "opening",
         "options",
         "provider",
+        "questions",
         "run_id",
         "sent",
         "settings",
@@ -126,6 +127,8 @@ class Run:
         """The last event emitted (``agent_end`` once the run is over: its outcome)."""
         self.approvals: PendingApprovals | None = None
         """The calls waiting for approval, while they wait (``agent.approve()``)."""
+        self.questions: PendingApprovals | None = None
+        """A running call's question, while it waits (``agent.approve()``)."""
         self.exit: BaseException | None = None
         """A ``KeyboardInterrupt``/``SystemExit`` raised inside the run, re-raised by
         ``prompt()`` once the run has settled."""

@@ -20,10 +20,22 @@ from typing import Any, final
 from pydantic import BaseModel
 
 from ..messages import ImageContent, TextContent
+from ..questions import Answer, Question
 from ..signal import AbortSignal
 from ..tools import ToolResult
 
-__all__ = ["CallContext", "FileLocks", "cap", "to_result"]
+__all__ = ["Asked", "CallContext", "FileLocks", "cap", "to_result"]
+
+
+@final
+class Asked:
+    """A call's question on its way to the run (see :meth:`CallContext.ask`)."""
+
+    __slots__ = ("answer", "question")
+
+    def __init__(self, question: Question, answer: asyncio.Future[Answer]) -> None:
+        self.question = question
+        self.answer = answer
 
 
 @final
@@ -104,6 +116,21 @@ class CallContext:
     def file_lock(self, path: str) -> Any:
         """Serialise calls touching ``path`` (see :class:`FileLocks`)."""
         return self._locks.lock(path)
+
+    async def ask(self, question: Question) -> Answer:
+        """Put ``question`` to the approvers and wait for the answer (on the run's loop).
+
+        The run puts it to them between the calls' reports, one question at a time
+        (:func:`~mainspring.kernel.approvals.decide_question`); a call that has finished
+        gets a declined answer at once.
+        """
+        if not isinstance(question, Question):
+            raise TypeError(f"ctx.ask() takes a Question, not {type(question).__name__}")
+        if self._finished:
+            return Answer(False, None, "the call has finished", "aborted")
+        answer: asyncio.Future[Answer] = self._loop.create_future()
+        self._queue.put_nowait((self._index, False, Asked(question, answer)))
+        return await answer
 
 
 def to_result(value: Any) -> ToolResult:

@@ -16,7 +16,7 @@ blocked, raised, timed out, aborted, or cut off by the output limit.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, final
 
 import structlog
@@ -43,8 +43,15 @@ from ..messages import (
 )
 from ..signal import RunAborted
 from ..tools import Tool, ToolArgumentsError, ToolResult
-from .approvals import Decision, PendingApprovals, decide_approvals, remembered, remembrance
-from .tool_context import CallContext, FileLocks, cap, to_result
+from .approvals import (
+    Decision,
+    PendingApprovals,
+    decide_approvals,
+    decide_question,
+    remembered,
+    remembrance,
+)
+from .tool_context import Asked, CallContext, FileLocks, cap, to_result
 from .tool_meaning import gate_inputs, label_result
 
 if TYPE_CHECKING:
@@ -319,7 +326,10 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
             if index not in tasks:
                 continue  # a late report of a call already answered
             if not done:
-                await _report_update(run, prepared.call, value)
+                if isinstance(value, Asked):
+                    await _put_question(run, prepared.call, value)
+                else:
+                    await _report_update(run, prepared.call, value)
                 continue
             tasks.pop(index)
             result = await run.hooks.after_tool_result(
@@ -337,6 +347,40 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
     for prepared in batch:
         if prepared.call.id not in run.batch_results:
             await _finish_call(run, prepared.call, ToolResult.error("Tool call aborted"))
+
+
+async def _put_question(run: Run, call: ToolCall, asked: Asked) -> None:
+    """Announce a running call's question and let the approvers answer it (fail closed)."""
+    if asked.answer.done():
+        return  # the call stopped waiting
+    question = asked.question
+    described = question.describe()
+    request = ApprovalRequest(
+        call.id, call.name, described, question.message, question.asker, question
+    )
+
+    def announce() -> Awaitable[Any]:
+        return run.emit(
+            ToolApprovalRequest,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            args=thaw(call.arguments),
+            reason=question.message,
+            plugin=question.asker,
+            question=described,
+        )
+
+    answer = await decide_question(run, request, announce)
+    log.info(
+        "question_answered",
+        tool_call_id=call.id,
+        asker=question.asker,
+        accepted=answer.accepted,
+        decided_by=answer.decided_by,
+        reason=answer.reason,
+    )
+    if not asked.answer.done():
+        asked.answer.set_result(answer)
 
 
 async def _report_update(run: Run, call: ToolCall, partial: Any) -> None:

@@ -8,6 +8,7 @@ mapping of results; :mod:`mainspring.plugins.mcp` is the built-in plugin that us
 from __future__ import annotations
 
 from .binding import bind, configured_servers, report, status
+from .prompts import McpPrompt, PromptArgument, find_prompt, get_prompt, prompts
 from .tools import (
     McpResourceTool,
     McpTool,
@@ -17,11 +18,16 @@ from .tools import (
 )
 
 __all__ = [
+    "McpPrompt",
     "McpResourceTool",
     "McpTool",
+    "PromptArgument",
     "bind",
     "configured_servers",
     "escape_control",
+    "find_prompt",
+    "get_prompt",
+    "prompts",
     "report",
     "status",
     "to_tool_result",

@@ -40,6 +40,7 @@ from ..tools import Tool
 from . import runtime
 from .connection import Connection, ServerFailure, acquire, release
 from .launch import expand_variables
+from .sampling import Sampler
 from .tools import RESOURCE_TOOL, McpResourceTool, McpTool
 
 if TYPE_CHECKING:
@@ -111,6 +112,11 @@ class _Binding:
         self.left_out: dict[str, dict[str, str]] = {name: {} for name in connections}
         self.agent_ref: Callable[[], Agent | None] = weakref.ref(agent)
         self.closed = False
+        self.samplers = {
+            name: Sampler(name, settings.sampling_budget, self.agent_ref)
+            for name, settings in servers.items()
+            if settings.sampling_budget
+        }
 
     def tools(self) -> list[Tool]:
         """Every usable tool of every server; the others go to :attr:`left_out`, reported."""
@@ -129,6 +135,8 @@ class _Binding:
                     left_out[tool.remote_name] = reason
                     _log.warning("mcp_tool_collision", server=name, tool=tool.name, reason=reason)
                     continue
+                if isinstance(tool, McpTool):
+                    tool.sampler = self.samplers.get(name)
                 found.append(tool)
         return found
 
@@ -295,6 +303,12 @@ def report(agent: Agent) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def connections_of(agent: Agent) -> dict[str, Connection]:
+    """The connections ``agent`` holds, by server name (empty when it uses no server)."""
+    binding = _bindings.get(agent)
+    return dict(binding.connections) if binding is not None else {}
 
 
 def status() -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from ..logs import get_logger
 from ..settings import McpServerSettings
 from . import runtime
+from .elicitation import Asker, asking, question_of, reply_to
 from .launch import CommandNotFound, resolve_command
 from .listing import ListingSieve
 from .stderr import StderrRing
@@ -61,6 +62,7 @@ _BACKOFF_MAX_S = 30.0
 _STOP_S = 5.0
 _LOG_DATA = 4_000
 _LIST_CHANGED = "notifications/tools/list_changed"
+_EXTRAS_CHANGED = ("notifications/prompts/list_changed", "notifications/resources/list_changed")
 _EXTRAS = 1_000  # resources or prompts kept per server
 _LOG_LEVELS = {
     "debug": "debug",
@@ -79,8 +81,10 @@ class ServerFailure(Exception):
 
 
 def transport_key(settings: McpServerSettings) -> str:
-    """What makes two servers the same process: the transport settings, as JSON."""
+    """What makes two servers the same process: the transport settings and what the client
+    declares to it (sampling is declared only with a budget), as JSON."""
     fields = settings.model_dump(include={"command", "args", "env", "cwd", "url", "headers"})
+    fields["sampling"] = settings.sampling_budget > 0
     return json.dumps(fields, sort_keys=True)
 
 
@@ -105,6 +109,8 @@ class Connection:
         self.started_s: float | None = None
         self.listeners: set[Callable[[], None]] = set()
         self._session: ClientSession | None = None
+        self._client: Client | None = None
+        self._askers: dict[int, Asker] = {}
         self._owner: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
         self._stop: asyncio.Event | None = None
@@ -113,6 +119,8 @@ class Connection:
         self._failures = 0
         self._retry_at = 0.0
         self._relist: asyncio.Task[None] | None = None
+        self._relist_extras: asyncio.Task[None] | None = None
+        self._reconnecting: asyncio.Task[None] | None = None
         self._lost: asyncio.Event | None = None
         self._announcing: set[asyncio.Task[None]] = set()
         self._calls = 0
@@ -194,13 +202,13 @@ class Connection:
                     self._notify()
                 await _either(stop, lost)
                 if not stop.is_set():
-                    raise _Lost()
+                    raise _SessionLost() if self.settings.url is not None else _Lost()
         except BaseException as error:
             # a stopped owner may end after the next start began: the connection's state
             # and session are then the new owner's, never touched here
             current = self._owner is asyncio.current_task()
             if current:
-                self._session = None
+                self._session = self._client = None
                 reason = self._http_refusal() or _describe(
                     error, self.settings.startup_timeout_s, ready.done(), self._calls
                 )
@@ -208,13 +216,17 @@ class Connection:
                     self.state = "stopped"
                 else:
                     self._failed(reason)
+                    if isinstance(_first(error), _SessionLost):
+                        self._reconnecting = asyncio.get_running_loop().create_task(
+                            self._reconnect()
+                        )
             if not ready.done():
                 ready.set_result(None)
             if not isinstance(error, Exception | asyncio.CancelledError):
                 raise
         finally:
             if self._owner is asyncio.current_task():
-                self._session = None
+                self._session = self._client = None
                 if self.state == "running":
                     self.state = "stopped"
 
@@ -259,19 +271,55 @@ class Connection:
             cache=None,
             message_handler=self._on_message,
             list_roots_callback=self._list_roots,
+            elicitation_callback=self._on_elicit,
+            sampling_callback=self._on_sample if self.settings.sampling_budget else None,
             logging_callback=self._on_log,
             log_level="info",
             client_info=types.Implementation(name="mainspring", version="0.1.0"),
         )
         await stack.enter_async_context(client)
+        self._client = client
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            listening = asyncio.get_running_loop().create_task(self._listen(client))
+            lost = self._lost
+            assert lost is not None
+            listening = asyncio.get_running_loop().create_task(self._listen(client, lost))
             stack.callback(listening.cancel)
         return client.session
 
     async def _list_roots(self, context: Any) -> types.ListRootsResult:
         """The roots the server may work in: ``roots``, else its ``cwd`` (or the process's)."""
         return types.ListRootsResult(roots=_roots(self.settings))
+
+    async def _on_elicit(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        """An elicitation, put to the person by the call that caused it (see
+        :mod:`~mainspring.mcp.elicitation`); declined when that cannot be done."""
+        question = question_of(self.name, params, self.settings.escape_control)
+        asker = asking.get()
+        if asker is None and len(set(self._askers.values())) == 1:
+            asker = next(iter(self._askers.values()))
+        if isinstance(question, str) or asker is None:
+            why = question if isinstance(question, str) else "no single call in flight asked it"
+            _log.warning("mcp_elicitation_declined", server=self.name, reason=why)
+            return types.ElicitResult(action="decline")
+        return reply_to(question, await asker.ask(question))
+
+    async def _on_sample(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        """A sampling request, answered for the call that caused it (routed as an
+        elicitation is; see :mod:`~mainspring.mcp.sampling`); refused when that cannot
+        be done."""
+        asker = asking.get()
+        if asker is None and len(set(self._askers.values())) == 1:
+            asker = next(iter(self._askers.values()))
+        if asker is None:
+            _log.warning("mcp_sampling_refused", server=self.name, reason="no single call")
+            return types.ErrorData(
+                code=types.INVALID_REQUEST, message="sampling refused: no single call asked it"
+            )
+        return await asker.sample(params)
 
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         """A server log message, as a structured log record naming the server."""
@@ -312,6 +360,20 @@ class Connection:
                 raise ServerFailure(self.error) from None
             raise
 
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        """The prompt ``name`` filled with ``arguments``; :class:`ServerFailure` if the
+        server is not there (an ``MCPError`` of the server is raised as it is)."""
+        await self.ensure_started()
+        client = self._client
+        assert client is not None
+        try:
+            return await client.get_prompt(name, arguments)
+        except MCPError as error:
+            if error.error.code == types.CONNECTION_CLOSED:
+                await self._crashed(self._dropped_call())
+                raise ServerFailure(self.error) from None
+            raise
+
     async def _list_tools(self, session: ClientSession) -> None:
         found: list[types.Tool] = []
         cursor: str | None = None
@@ -335,22 +397,39 @@ class Connection:
             self.tools_version += 1
 
     def _received(self, item: Any) -> Any:
-        """Every incoming message, in order, before the SDK handles it: a tool-list change
-        starts the re-listing at once, so a call whose result follows it waits for it."""
+        """Every incoming message, in order, before the SDK handles it: a tool, prompt or
+        resource list change starts the re-listing at once, so a call whose result
+        follows it waits for it."""
         message = getattr(item, "message", None)
-        if isinstance(message, JSONRPCNotification) and message.method == _LIST_CHANGED:
-            self._relist = asyncio.get_running_loop().create_task(self._refresh())
+        if isinstance(message, JSONRPCNotification):
+            if message.method == _LIST_CHANGED:
+                self._relist = asyncio.get_running_loop().create_task(self._refresh())
+            elif message.method in _EXTRAS_CHANGED:
+                self._relist_extras = asyncio.get_running_loop().create_task(self._refresh_extras())
         return self._sieve.received(item)
 
-    async def _listen(self, client: Client) -> None:
+    async def _listen(self, client: Client, lost: asyncio.Event) -> None:
         """Keep a ``subscriptions/listen`` stream open (2026-07-28), so the server sends
-        tool-list changes; they are acted on as they arrive (:meth:`_received`)."""
+        tool, prompt and resource list changes; tool changes are acted on as they arrive
+        (:meth:`_received`), the others re-list the prompts and resources.
+
+        Over HTTP, a stream that ends once it was open means the session is gone (the
+        server restarted or went away): ``lost`` is set, the connection is marked
+        failed and started again while agents use it (:meth:`_reconnect`), so the new
+        session listens again and a changed tool list reaches them.
+        """
+        listening = False
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
+            async with client.listen(
+                tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
+            ) as subscription:
+                listening = True
                 async for _ in subscription:
-                    pass
+                    pass  # acted on as they arrive (_received)
         except (MCPError, RuntimeError, TimeoutError) as error:
             _log.debug("mcp_listen_ended", server=self.name, error=str(error))
+        if listening and self.settings.url is not None:
+            lost.set()
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
@@ -368,6 +447,16 @@ class Connection:
             _log.warning("mcp_list_tools_failed", server=self.name, error=str(error))
         if self.tools_version != version:
             self._notify()
+
+    async def _refresh_extras(self) -> None:
+        """List the resources and prompts again (a failure only logged)."""
+        session = self._session
+        if session is None:
+            return
+        try:
+            await self._list_extras(session)
+        except Exception as error:  # the session closed under it: the next start lists them
+            _log.warning("mcp_list_extras_failed", server=self.name, error=str(error))
 
     def _notify(self) -> None:
         for listener in list(self.listeners):
@@ -408,6 +497,24 @@ class Connection:
         )
         _log.warning("mcp_server_failed", server=self.name, reason=reason)
 
+    async def _reconnect(self) -> None:
+        """Start a lost HTTP session again while agents use the connection, waiting the
+        backoff (1 s doubling up to 30 s) between attempts. A call need not wait for
+        it: an attempt that fails here leaves the next call free to try at once."""
+        delay = 0.0
+        while self.users > 0 and self.state == "failed":
+            await asyncio.sleep(delay)
+            if self.users == 0 or self.state != "failed":
+                return
+            try:
+                await self.ensure_started()
+            except ServerFailure:
+                self._retry_at = time.monotonic()
+                delay = min(_BACKOFF_MAX_S, max(_BACKOFF_FIRST_S, delay * 2))
+                continue
+            _log.info("mcp_session_renewed", server=self.name)
+            return
+
     def stderr_tail(self) -> str:
         """The last couple of thousand characters the server wrote to stderr."""
         return "" if self._stderr is None else self._stderr.tail(_STDERR_TAIL)
@@ -419,6 +526,8 @@ class Connection:
         waits (a new user of the shared server) keeps its own process and stderr.
         """
         owner, stop, stderr = self._owner, self._stop, self._stderr
+        if self._reconnecting is not None:
+            self._reconnecting.cancel()
         if owner is None or owner.done():
             self.state = "stopped" if self.state != "failed" else self.state
             if stderr is not None:
@@ -456,20 +565,42 @@ class Connection:
         arguments: dict[str, Any],
         progress: ProgressFnT | None,
         idempotent: bool = False,
+        asker: Asker | None = None,
     ) -> types.CallToolResult:
         """Call the tool ``name``; :class:`ServerFailure` if the server is not there for it.
 
         A call the server never ran (an HTTP session gone) is sent again on a new one; a
         call it dropped by exiting is sent again once, after a restart, if ``idempotent``.
         Cancelling this coroutine cancels the request: the SDK sends the server
-        ``notifications/cancelled``.
+        ``notifications/cancelled``. ``asker`` is how the call puts the server's
+        elicitations to the person (:mod:`~mainspring.mcp.elicitation`).
         """
+        if asker is not None:
+            asking.set(asker)
+            self._askers[id(asker)] = asker
+        try:
+            return await self._call_tool(name, arguments, progress, idempotent)
+        finally:
+            if asker is not None:
+                self._askers.pop(id(asker), None)
+
+    async def _call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None,
+        idempotent: bool,
+    ) -> types.CallToolResult:
         for attempt in (1, 2):
-            session = await self.ensure_started()
+            await self.ensure_started()
+            client = self._client
+            assert client is not None
             self._http_status = None
             self._calls += 1
             try:
-                result = await session.call_tool(name, arguments, progress_callback=progress)
+                # the client resolves a 2026-07-28 InputRequiredResult (an elicitation
+                # travelling with the call) and sends the call again with the answer
+                result = await client.call_tool(name, arguments, progress_callback=progress)
                 break
             except MCPError as error:
                 refusal = self._http_refusal()
@@ -487,10 +618,10 @@ class Connection:
                 _log.info("mcp_call_retried", server=self.name, tool=name)
             finally:
                 self._calls -= 1
-        relist = self._relist
-        if relist is not None and not relist.done():
-            # the server changed its tools during the call: agents learn it before the result
-            await asyncio.shield(relist)
+        for relist in (self._relist, self._relist_extras):
+            if relist is not None and not relist.done():
+                # the server changed its lists during the call: known before the result
+                await asyncio.shield(relist)
         if not isinstance(result, types.CallToolResult):
             raise ServerFailure(f"unexpected reply to tools/call: {type(result).__name__}")
         return result
@@ -521,6 +652,10 @@ class _Lost(Exception):
     """The server's stream ended without anyone stopping it."""
 
 
+class _SessionLost(Exception):
+    """An HTTP server's subscription stream ended without anyone stopping it."""
+
+
 async def _either(first: asyncio.Event, second: asyncio.Event) -> None:
     waits = [asyncio.ensure_future(first.wait()), asyncio.ensure_future(second.wait())]
     try:
@@ -530,11 +665,20 @@ async def _either(first: asyncio.Event, second: asyncio.Event) -> None:
             wait.cancel()
 
 
+def _first(error: BaseException) -> BaseException:
+    """``error``, or the first error of an exception group (and of its groups)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
 def _describe(error: BaseException, startup_timeout_s: float, started: bool, calls: int) -> str:
     if isinstance(error, CommandNotFound):
         return f"cannot start: {error}"
     if isinstance(error, _Lost):
         return "exited while idle" if not calls else "exited during a call"
+    if isinstance(error, _SessionLost):
+        return "lost its HTTP session while idle (its stream ended)"
     if isinstance(error, TimeoutError) and not started:
         return f"did not answer initialize within {startup_timeout_s} s"
     if isinstance(error, BaseExceptionGroup):

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = ["call", "call_blocking", "in_runtime", "on_shutdown", "shutdown"]
 
@@ -69,14 +69,75 @@ async def call(coroutine: Coroutine[Any, Any, _T]) -> _T:
 
     Cancelling the caller cancels the coroutine on the runtime loop (it gets
     ``CancelledError`` there) and returns at once, without waiting for it to unwind.
+
+    One wake-up of each loop per call (an MCP call's cost is mostly these): the runtime
+    loop is woken to start the coroutine, and the caller's loop once, from the
+    coroutine's own last step, with its outcome.
     """
     if in_runtime():
         return await coroutine
-    future = submit(coroutine)
+    hop = _Hop(asyncio.get_running_loop(), coroutine)
+    runtime_loop = _runtime_loop()
+    runtime_loop.call_soon_threadsafe(hop.start)
     try:
-        return await asyncio.wrap_future(future)
+        return await hop.outcome
     finally:
-        future.cancel()
+        if not hop.outcome.done() or hop.outcome.cancelled():
+            with contextlib.suppress(RuntimeError):  # the runtime is gone: nothing runs
+                runtime_loop.call_soon_threadsafe(hop.cancel)
+
+
+class _Hop(Generic[_T]):
+    """One :func:`call`: the coroutine's task on the runtime loop, its outcome on the
+    caller's."""
+
+    __slots__ = ("coroutine", "loop", "outcome", "task")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, _T]):
+        self.loop = loop
+        self.coroutine = coroutine
+        self.outcome: asyncio.Future[_T] = loop.create_future()
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """On the runtime loop: run the coroutine (unless the caller gave up already)."""
+        if self.outcome.cancelled():
+            self.coroutine.close()
+            return
+        self.task = asyncio.ensure_future(self._run())
+
+    def cancel(self) -> None:
+        """On the runtime loop: the caller gave up; cancel the coroutine."""
+        if self.task is not None:
+            self.task.cancel()
+        elif not self.outcome.done():
+            self.coroutine.close()
+
+    async def _run(self) -> None:
+        try:
+            result = await self.coroutine
+        except BaseException as error:
+            self._settle(None, error)
+            if not isinstance(error, Exception | asyncio.CancelledError):
+                raise
+        else:
+            self._settle(result, None)
+
+    def _settle(self, result: Any, error: BaseException | None) -> None:
+        with contextlib.suppress(RuntimeError):  # the caller's loop closed: nobody waits
+            self.loop.call_soon_threadsafe(self._deliver, result, error)
+
+    def _deliver(self, result: Any, error: BaseException | None) -> None:
+        """On the caller's loop: the outcome, unless the caller gave up."""
+        outcome = self.outcome
+        if outcome.done():
+            return
+        if isinstance(error, asyncio.CancelledError):
+            outcome.cancel()
+        elif error is not None:
+            outcome.set_exception(error)
+        else:
+            outcome.set_result(result)
 
 
 def call_blocking(coroutine: Coroutine[Any, Any, _T], timeout_s: float | None) -> _T:

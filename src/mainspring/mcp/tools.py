@@ -40,6 +40,8 @@ from ..settings import McpServerSettings
 from ..tools import Tool, ToolArgumentsError, ToolContext, ToolResult
 from . import runtime
 from .connection import Connection, ServerFailure
+from .elicitation import Asker
+from .sampling import Sampler
 from .text import escape_control
 
 __all__ = [
@@ -69,7 +71,15 @@ class McpTool(Tool):
     by the ``mcp`` plugin like the ones the agent was built with (``agent.tool_owners``).
     """
 
-    __slots__ = ("annotations", "connection", "owner", "remote_name", "server", "settings")
+    __slots__ = (
+        "annotations",
+        "connection",
+        "owner",
+        "remote_name",
+        "sampler",
+        "server",
+        "settings",
+    )
 
     def __init__(
         self, server: str, settings: McpServerSettings, connection: Connection, remote: types.Tool
@@ -103,6 +113,21 @@ class McpTool(Tool):
         self.connection = connection
         self.remote_name = remote.name
         self.annotations: dict[str, Any] = annotations
+        self.sampler: Sampler | None = None
+        """The agent's sampling for this server (``sampling_budget``), set by the binding."""
+
+    @property
+    def rename_hint(self) -> str:
+        """How to give this tool another name, for the error when another tool has its name."""
+        given = f'the MCP server "{self.server}" gives it (its tool "{self.remote_name}")'
+        prefix = self.settings.tool_prefix
+        if prefix:
+            return f'{given}; set another tool_prefix on that server (now "{prefix}")'
+        renamed = tool_name(self.server, self.remote_name)
+        return (
+            f"{given}; set tool_prefix on that server "
+            f'(tool_prefix = "{self.server}" names it {renamed})'
+        )
 
     def validate(self, arguments: dict[str, Any]) -> Any:
         """Check the model's arguments against the server's schema (patterns by RE2)."""
@@ -113,13 +138,19 @@ class McpTool(Tool):
         return arguments
 
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        progress = _Progress(asyncio.get_running_loop(), ctx, self.settings.escape_control)
+        loop = asyncio.get_running_loop()
+        progress = _Progress(loop, ctx, self.settings.escape_control)
+        asker = Asker(loop, ctx, self.sampler)
         try:
             result = await runtime.call(
-                self.connection.call_tool(self.remote_name, args, progress.report, self.idempotent)
+                self.connection.call_tool(
+                    self.remote_name, args, progress.report, self.idempotent, asker
+                )
             )
         except ServerFailure as failure:
             return ToolResult.error(str(failure), details=self._details(None, []))
+        finally:
+            asker.close()
         progress.finish()
         return to_tool_result(result, self.server, self.remote_name, self.settings)
 

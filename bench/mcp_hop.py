@@ -1,0 +1,129 @@
+"""The hop between an agent's loop and the MCP runtime thread, before and after, interleaved.
+
+``python -m bench.mcp_hop [--reps N]``: in one process, one server (``bench/mcp_server.py``
+over stdio), rounds that alternate
+
+- the SDK's own round trip (``ClientSession.call_tool`` on the runtime loop),
+- an agent's MCP tool call through :func:`mainspring.mcp.runtime.call` (now: the
+  coroutine started by one wake-up of the runtime loop, its outcome delivered by one
+  wake-up of the caller's loop from its last step),
+- the same through the hop it replaced (``asyncio.run_coroutine_threadsafe`` and
+  ``asyncio.wrap_future``: a concurrent future between the two loops),
+- the same tool native (the floor the agent's own turn costs),
+- the bare hop of each kind (a coroutine that returns at once),
+
+and prints the medians and the ratio the ``mcp`` workload reports: (agent's MCP turn −
+native turn) / SDK round trip. A report, never a test; read it on a quiet machine, or
+read the interleaved medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from mainspring import Agent, Settings
+from mainspring.settings import McpSettings
+
+from .common import ScriptProvider, noop_tool
+from .mcp_calls import CALLS, _per_call, _script, _server
+
+Hop = Callable[[Coroutine[Any, Any, Any]], Awaitable[Any]]
+
+
+async def _before(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """The hop as it was: a concurrent future between the loops."""
+    from mainspring.mcp import runtime
+
+    future = runtime.submit(coroutine)
+    try:
+        return await asyncio.wrap_future(future)
+    finally:
+        future.cancel()
+
+
+async def _agent_turns(settings: Settings, hop: Hop) -> float:
+    from mainspring.mcp import runtime
+
+    now = runtime.call
+    runtime.call = hop  # type: ignore[assignment]  # the tool reaches the runtime through it
+    try:
+        agent = Agent(model="faux:bench", provider=ScriptProvider(_script()), settings=settings,
+                      autoload=False)  # fmt: skip
+        async with agent:
+            return await _per_call(agent)
+    finally:
+        runtime.call = now  # type: ignore[method-assign]
+
+
+async def _native() -> float:
+    agent = Agent(model="faux:bench", provider=ScriptProvider(_script()), tools=[noop_tool()],
+                  autoload=False)  # fmt: skip
+    return await _per_call(agent)
+
+
+async def _sdk(settings: Settings) -> float:
+    from mainspring.mcp import runtime
+    from mainspring.mcp.connection import acquire, release
+
+    async def calls() -> float:
+        connection = await acquire("bench", settings.mcp.servers["bench"])
+        try:
+            session = await connection.ensure_started()
+            start = time.perf_counter()
+            for _ in range(CALLS):
+                await session.call_tool("noop", {})
+            return (time.perf_counter() - start) / CALLS
+        finally:
+            await release(connection)
+
+    return await runtime.call(calls())
+
+
+async def _bare(hop: Hop) -> float:
+    async def nothing() -> None:
+        return None
+
+    start = time.perf_counter()
+    for _ in range(CALLS):
+        await hop(nothing())
+    return (time.perf_counter() - start) / CALLS
+
+
+async def main(reps: int) -> None:
+    from mainspring.mcp import runtime
+
+    settings = Settings(mcp=McpSettings(servers={"bench": _server()}))
+    holder = Agent(model="faux:bench", provider=ScriptProvider([]), settings=settings,
+                   autoload=False)  # fmt: skip
+    now: Hop = runtime.call
+    sides: dict[str, list[float]] = {
+        k: [] for k in ("sdk", "native", "after", "before", "bare after", "bare before")
+    }
+    try:
+        await _agent_turns(settings, now)  # warm-up
+        for _ in range(reps):
+            sides["sdk"].append(await _sdk(settings))
+            sides["native"].append(await _native())
+            sides["after"].append(await _agent_turns(settings, now))
+            sides["before"].append(await _agent_turns(settings, _before))
+            sides["bare after"].append(await _bare(now))
+            sides["bare before"].append(await _bare(_before))
+    finally:
+        await holder.aclose()
+    median = {name: statistics.median(values) for name, values in sides.items()}
+    for name, value in median.items():
+        print(f"{name:12s} {value * 1e6:9.1f} µs per call (median of {reps})")
+    for side in ("before", "after"):
+        ratio = (median[side] - median["native"]) / median["sdk"]
+        print(f"{side:6s}: MCP call through mainspring over the SDK's round trip {ratio:.2f}×")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=9)
+    asyncio.run(main(parser.parse_args().reps))

@@ -1,0 +1,86 @@
+"""A running tool asks the person (``ctx.ask``): the approvers answer, never the model;
+no approver, a refusal or an allow without an answer declines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mainspring import Agent, Approval, Tool, ToolResult
+from mainspring.questions import Answer, Question
+from mainspring.testing import (
+    EventRecorder,
+    FauxProvider,
+    check_event_grammar,
+    faux,
+    scripted_approver,
+)
+
+FORM = Question("the deploy tool", "Which environment?", "form", schema={
+    "type": "object",
+    "properties": {"env": {"type": "string", "enum": ["staging", "prod"]}},
+    "required": ["env"],
+})  # fmt: skip
+
+
+async def deploy(args: dict[str, Any], ctx: Any) -> ToolResult:
+    answer = await ctx.ask(FORM)
+    assert isinstance(answer, Answer)
+    if not answer.accepted:
+        return ToolResult(f"not deployed: {answer.reason} ({answer.decided_by})")
+    return ToolResult(f"deployed to {answer.content['env']}")
+
+
+DEPLOY = Tool(name="deploy", description="Deploy.", parameters={"type": "object"}, execute=deploy)
+
+
+async def run(*plugins: Any) -> tuple[str, EventRecorder]:
+    provider = FauxProvider([faux.tool_call("deploy", {}), faux.text("ok")])
+    agent = Agent(
+        model="faux:test", provider=provider, tools=[DEPLOY], plugins=list(plugins),
+        autoload=False,
+    )  # fmt: skip
+    recorder = EventRecorder()
+    agent.subscribe(recorder)
+    await agent.prompt("go")
+    check_event_grammar(recorder.events)
+    return recorder.messages("tool_result")[0].text, recorder
+
+
+async def test_an_approver_answers_a_tools_question() -> None:
+    text, recorder = await run(scripted_approver(Approval(True, content={"env": "staging"})))
+    assert text == "deployed to staging"
+    (asked,) = [e for e in recorder.events if e.type == "tool_approval_request"]
+    assert asked.question == {
+        "asker": "the deploy tool",
+        "message": "Which environment?",
+        "mode": "form",
+        "schema": FORM.schema,
+    }
+
+
+async def test_without_an_approver_the_question_is_declined() -> None:
+    text, _ = await run()
+    assert text.startswith("not deployed: ") and text.endswith("(no_approver)")
+
+
+async def test_an_allow_without_content_or_outside_the_form_declines() -> None:
+    text, _ = await run(scripted_approver(True))
+    assert text.startswith("not deployed: allowed without an answer")
+    text, _ = await run(scripted_approver(Approval(True, content={"env": "moon"})))
+    assert text.startswith("not deployed: the answer does not fit")
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"type": "object", "properties": {"deep": {"type": "object"}}}, {"type": "string"}, None],
+)
+def test_a_form_must_be_flat(schema: Any) -> None:
+    with pytest.raises(ValueError, match="form"):
+        Question("x", "?", "form", schema=schema)
+
+
+def test_a_url_question_needs_its_url() -> None:
+    with pytest.raises(ValueError, match="url"):
+        Question("x", "?", "url")
