@@ -233,6 +233,15 @@ class Runs:
         )
         return [self._info(item) for item in found]
 
+    def _status(self, run_id: str) -> str:
+        """The run's DBOS status alone (no transcript, no journal read)."""
+        found = self.client.list_workflows(
+            workflow_ids=[run_id], name=WORKFLOW_NAME, load_input=False, load_output=False
+        )
+        if not found:
+            raise KeyError(f"no durable run {run_id!r}")
+        return str(found[0].status)
+
     def get(self, run_id: str) -> RunInfo:
         """One run; ``KeyError`` if there is none with this id."""
         found = self.client.list_workflows(workflow_ids=[run_id], name=WORKFLOW_NAME)
@@ -261,7 +270,7 @@ class Runs:
         ``TimeoutError`` after ``timeout_s``; the workflow's own exception if it failed.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while not self.get(run_id).finished:
+        while self._status(run_id) not in FINISHED:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"run {run_id} has not settled after {timeout_s} s")
             time.sleep(0.05)
