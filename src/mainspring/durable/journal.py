@@ -10,8 +10,8 @@ remembers the last ``seq`` it saw never sees an event twice.
 
 A run's events are written in batches (:class:`RunJournal`), one transaction each, in
 ``seq`` order: an event is written at the latest before anyone but the journal sees it,
-before the run sends a request, runs a tool, runs a plugin's step or waits for an
-approval, when the run ends, and within :data:`FLUSH_INTERVAL_S` of being emitted. The
+before the run runs a tool or waits for an approval, when the run ends, and within
+:data:`FLUSH_INTERVAL_S` of being emitted. The
 batch written as a tool call starts also marks the call's step started (the table
 ``mainspring_call_starts``): after a crash, a call whose step was marked by an earlier
 execution and has no checkpoint was in flight when the process died.

@@ -29,6 +29,7 @@ from .config import (
     secure_sqlite_file,
 )
 from .credentials import load_approval_key, sign
+from .heartbeats import STALE_S, live_workers
 from .journal import Journal
 from .serialization import JSON_ROWS
 
@@ -184,6 +185,13 @@ class Runs:
         message = approval_message(tool_call_id, digest, decision, reason, remember)
         message["mac"] = sign(key, run_id, message)
         self.client.send(run_id, message, APPROVAL_TOPIC)
+
+    def live_workers(
+        self, queue: str = DEFAULT_QUEUE, stale_s: float = STALE_S
+    ) -> builtins.list[str]:
+        """The executor ids of the workers of ``queue`` seen in the last ``stale_s``
+        seconds (see :mod:`mainspring.durable.heartbeats`)."""
+        return live_workers(self.journal.engine, queue, stale_s)
 
     def cancel(self, run_id: str) -> None:
         """Cancel a run that has not settled (it stops at its next step); ``KeyError``

@@ -18,10 +18,10 @@
 - :func:`step` runs any function of a plugin as a step (a summariser's model call, a
   lookup), so the plugin stays deterministic across a recovery.
 
-Before a step starts (a request is sent, a tool runs, a plugin's step runs) the events
-the run recorded so far are written to its journal (:func:`write_journal`); a tool call's
-step marks itself started in the same transaction, and a step found marked by an earlier
-execution, without a checkpoint, is a call the process died during.
+Before a tool runs, the events the run recorded so far are written to its journal
+(:func:`write_journal`) and the call's step is marked started in the same transaction; a
+step found marked by an earlier execution, without a checkpoint, is a call the process
+died during.
 
 Outside a DBOS workflow (or inside another step) every wrapper calls straight through.
 """
@@ -106,7 +106,6 @@ async def step(name: str, function: Callable[..., Coroutine[Any, Any, T]], *args
     """
     if not in_workflow():
         return await function(*args)
-    await write_journal()
     result: T = await DBOS.run_step_async({"name": name}, function, *args)
     return result
 
@@ -218,8 +217,8 @@ def bind_run(checkpoints: RunCheckpoints) -> contextvars.Token[Any]:
 
 
 async def write_journal(started_step: int | None = None) -> bool:
-    """Write the events the current run recorded to its journal (done before anything
-    leaves the process: a request, a tool call, an approval wait). With ``started_step``
+    """Write the events the current run recorded to its journal (done before a tool runs
+    and before an approval wait; otherwise within 50 ms). With ``started_step``
     (a tool call's step), mark the step started; whether an earlier execution had.
     Outside a durable run, nothing. A failure is a :class:`CheckpointError` (the run
     stops)."""
@@ -319,7 +318,6 @@ class DurableProvider:
                 error = _dump_error(failure)
             return {"deltas": deltas, "error": error}
 
-        await write_journal()  # what led to the request is journaled before it is sent
         task = asyncio.ensure_future(_checkpointed(f"mainspring.model.{self.name}", request_step))
         done: StreamEvent | None = None
         getter: asyncio.Future[StreamEvent] | None = None
