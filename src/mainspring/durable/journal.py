@@ -33,6 +33,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from ..events import event_to_dict
+from ..message_json import encode_message
 from ..providers.base import TextDelta
 from .config import is_sqlite
 from .steps import delta_to_dict
@@ -90,6 +91,25 @@ def _retrying(write: Callable[[], Any], window_s: float) -> Any:
             pause = min(pause * 2, 2.0)
 
 
+_ENTRIES = ("message", "messages", "tool_results")
+"""The event fields that hold transcript entries (one, or a tuple)."""
+
+
+def _event_json(event: Any) -> dict[str, Any]:
+    """``event`` as JSON data, its transcript entries in the form session files keep
+    (:func:`~mainspring.message_json.encode_message`)."""
+    data = event_to_dict(event)
+    for name in _ENTRIES:
+        if data.get(name) is not None:
+            value = getattr(event, name)
+            data[name] = (
+                [encode_message(item) for item in value]
+                if isinstance(value, tuple | list)
+                else encode_message(value)
+            )
+    return data
+
+
 def journal_row(event: Any) -> dict[str, Any]:
     """The journal row of ``event``: its body is a ``message_update`` as ``[turn, delta]``
     (a text delta as its text alone), any other event whole."""
@@ -98,7 +118,7 @@ def journal_row(event: Any) -> dict[str, Any]:
         kept = delta.text if isinstance(delta, TextDelta) else delta_to_dict(delta)
         body = json.dumps([event.turn, kept], ensure_ascii=False, separators=(",", ":"))
     else:
-        body = json.dumps(event_to_dict(event), ensure_ascii=False, separators=(",", ":"))
+        body = json.dumps(_event_json(event), ensure_ascii=False, separators=(",", ":"))
     return {"run_id": event.run_id, "seq": event.seq, "type": event.type, "body": body}
 
 
