@@ -20,6 +20,7 @@ execution and has no checkpoint was in flight when the process died.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import threading
@@ -67,6 +68,10 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+_ROWS_PER_INSERT = 500
+"""Rows per ``INSERT`` statement of a batch (well under the databases' bound on
+parameters)."""
+
 FLUSH_INTERVAL_S = 0.05
 """The longest an event waits to be written while nothing else writes it (seconds): how
 far behind the run a reader of the journal may be."""
@@ -91,22 +96,28 @@ def _retrying(write: Callable[[], Any], window_s: float) -> Any:
             pause = min(pause * 2, 2.0)
 
 
-_ENTRIES = ("message", "messages", "tool_results")
+_ENTRIES = frozenset({"message", "messages", "tool_results"})
 """The event fields that hold transcript entries (one, or a tuple)."""
 
 
 def _event_json(event: Any) -> dict[str, Any]:
     """``event`` as JSON data, its transcript entries in the form session files keep
     (:func:`~mainspring.message_json.encode_message`)."""
-    data = event_to_dict(event)
-    for name in _ENTRIES:
-        if data.get(name) is not None:
-            value = getattr(event, name)
-            data[name] = (
-                [encode_message(item) for item in value]
-                if isinstance(value, tuple | list)
-                else encode_message(value)
-            )
+    names = [item.name for item in dataclasses.fields(event)]
+    if _ENTRIES.isdisjoint(names):
+        return event_to_dict(event)
+    data: dict[str, Any] = {"type": event.type}
+    whole: dict[str, Any] | None = None
+    for name in names:
+        value = getattr(event, name)
+        if value is None or type(value) in (str, int, float, bool):
+            data[name] = value
+        elif name in _ENTRIES:
+            many = isinstance(value, tuple | list)
+            data[name] = [encode_message(m) for m in value] if many else encode_message(value)
+        else:
+            whole = whole or event_to_dict(event)
+            data[name] = whole[name]
     return data
 
 
@@ -149,9 +160,7 @@ class Journal:
                 pool_pre_ping=True,  # a connection lost with a database restart is replaced
             )
         self._lock = threading.Lock()
-        insert = sqlite_insert if self.sqlite else postgresql_insert
-        self._insert_events = insert(_EVENTS).on_conflict_do_nothing()
-        self._insert_start = insert(_CALL_STARTS).on_conflict_do_nothing()
+        self._insert = sqlite_insert if self.sqlite else postgresql_insert
         try:
             with self.engine.begin() as connection:
                 _METADATA.create_all(connection, checkfirst=True)
@@ -184,20 +193,33 @@ class Journal:
         marked it before (always ``False`` without ``started_step``). Blocking: retried
         while the database is unreachable (see :data:`RETRY_WINDOW_S`)."""
 
+        insert = self._insert
+        # one statement per batch (a round trip each on PostgreSQL), a row already there kept
+        statements = [
+            insert(_EVENTS).values(rows[start : start + _ROWS_PER_INSERT]).on_conflict_do_nothing()
+            for start in range(0, len(rows), _ROWS_PER_INSERT)
+        ]
+        mark = None
+        if started_step is not None:
+            # inserted, or left as it was: either way it says which execution marked it
+            mark = (
+                insert(_CALL_STARTS)
+                .values(run_id=run_id, step_id=started_step, execution=execution)
+                .on_conflict_do_update(
+                    index_elements=[_CALL_STARTS.c.run_id, _CALL_STARTS.c.step_id],
+                    set_={"execution": _CALL_STARTS.c.execution},
+                )
+                .returning(_CALL_STARTS.c.execution)
+            )
+
         def write() -> bool:
             with self._lock, self.engine.begin() as connection:
-                if rows:
-                    connection.execute(self._insert_events, rows)
-                if started_step is None:
+                for statement in statements:
+                    connection.execute(statement)
+                if mark is None:
                     return False
-                key = (_CALL_STARTS.c.run_id == run_id) & (_CALL_STARTS.c.step_id == started_step)
-                marked = connection.execute(sa.select(_CALL_STARTS.c.execution).where(key))
-                earlier = marked.scalar()
-                if earlier is None:
-                    mark = {"run_id": run_id, "step_id": started_step, "execution": execution}
-                    connection.execute(self._insert_start, mark)
                 # a write retried after its commit was lost finds its own mark
-                return earlier is not None and earlier != execution
+                return bool(connection.execute(mark).scalar_one() != execution)
 
         result: bool = _retrying(write, self.retry_window_s)
         return result
