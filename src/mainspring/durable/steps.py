@@ -293,7 +293,7 @@ class DurableProvider:
             async for delta in self.inner.stream(request, signal):
                 yield delta
             return
-        live: asyncio.Queue[StreamEvent] = asyncio.Queue()
+        live: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
         opened: list[AsyncIterator[StreamEvent]] = []
         ran = False
 
@@ -319,26 +319,19 @@ class DurableProvider:
             return {"deltas": deltas, "error": error}
 
         task = asyncio.ensure_future(_checkpointed(f"mainspring.model.{self.name}", request_step))
+        # after the step's last delta: None, so one await per delta reads the stream
+        task.add_done_callback(lambda _: live.put_nowait(None))
         done: StreamEvent | None = None
-        getter: asyncio.Future[StreamEvent] | None = None
         try:
-            while not task.done():
-                getter = asyncio.ensure_future(live.get())
-                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-                if not getter.done():
-                    getter.cancel()
-                    break  # the step finished: what is left is passed on below
-                item = getter.result()
+            while (item := await live.get()) is not None:
                 if isinstance(item, StreamDone):
                     done = item  # passed on once the checkpoint is written
                     break
                 yield item
             record = await task
             if ran:
-                if done is not None:
+                if done is not None:  # the step ended with it: nothing came after it
                     yield done
-                while not live.empty():
-                    yield live.get_nowait()
             else:  # answered from the checkpoint: the kernel sees the same deltas
                 for data in record["deltas"]:
                     yield _load_delta(data)
@@ -346,8 +339,6 @@ class DurableProvider:
             if error is not None:
                 raise ProviderError(**error)
         finally:
-            if getter is not None:
-                getter.cancel()
             if not task.done():  # the kernel stopped reading before the reply was complete
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
