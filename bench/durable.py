@@ -1,21 +1,27 @@
 """``python -m bench.durable [--postgres URL]``: what durability costs (a report).
 
 - **Added cost per turn**: a durable run of 21 turns and one of 1 turn (one tool call a
-  turn), each from submit to settled on a worker in this process; the difference over 20
-  turns, less the in-memory kernel's own per-turn time (same script, no database).
+  turn), each timed on a worker in this process from the agent built to the run settled
+  (the worker's report lines); the difference over 20 turns, less the in-memory kernel's
+  own per-turn time (same script, no database). The median of 7 interleaved rounds.
 - **Floor**: a bare DBOS workflow doing the same checkpoints (two steps a turn: a model
-  step returning the reply's deltas, a tool step returning the result), run by the same
-  DBOS instance in the same process, measured the same way; the ratio of the durable
-  run's added cost to it is what mainspring adds over DBOS itself.
+  step returning the reply's deltas, a tool step returning the result), enqueued on the
+  same queue and run by the same DBOS instance in the same process, timed from its first
+  step to its last; the ratio of the durable run's added cost to it is what mainspring
+  adds over DBOS itself, each round's added cost over the same round's floor (adjacent
+  runs share the machine's load), the median of the rounds. **Events per second** of one
+  run: its events per turn over its time per turn.
 - **Journal bytes per reply**: the journal rows written for one streamed reply of 8,000
   characters, against the reply's own size.
 - **Recovery**: a worker killed inside turn 10's tool; the time from starting its
   replacement (a new process) to the run settled, and the part of it spent replaying.
 - **Throughput**: 60 one-turn runs queued, then 1 (SQLite, PostgreSQL) or 3 (PostgreSQL)
-  worker processes started; runs per second from the first start to the last settled.
+  worker processes started; runs per second from the first start to the last settled,
+  and the events they journaled per second per worker, from the first run dequeued to
+  the last settled (process start left out).
 
 SQLite runs in a temporary directory; PostgreSQL only with ``--postgres URL`` (a database
-this may fill with tables). Figures are one run's, on this machine.
+this may fill with tables). Figures are one run's (per turn: a median), on this machine.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import argparse
 import asyncio
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +42,7 @@ from .durable_worker import factory
 
 RUNS = 60
 LONG = 21
+ROUNDS = 7
 
 
 def _wait(check: Any, timeout_s: float = 300) -> None:
@@ -75,42 +83,75 @@ def _bare_workflow() -> Any:
 
     @DBOS.workflow(name="bench.bare")
     async def bare(turns: int) -> int:
+        _clock(f"run {DBOS.workflow_id} started")
         for turn in range(turns):
             await DBOS.run_step_async({"name": "bench.model"}, model_step, turn)
             await DBOS.run_step_async({"name": "bench.tool"}, tool_step)
         await DBOS.run_step_async({"name": "bench.model"}, model_step, turns)
+        _clock(f"run {DBOS.workflow_id} settled: stop")
         return turns
 
     _BARE.append(bare)
     return bare
 
 
-def _per_turn(url: str) -> tuple[float, float, float]:
-    """Per turn: the durable run, the in-memory kernel, the bare DBOS floor (seconds)."""
-    from dbos import DBOS
+_CLOCK: dict[str, list[float]] = {}
+"""Run or floor workflow id -> the ``perf_counter`` times it started and settled on the
+worker in this process (a durable run's from the worker's report lines)."""
 
+
+def _clock(line: str) -> None:
+    """The bench's worker report: ``run ID started ...`` / ``run ID settled ...``."""
+    _, run_id, what, *_ = line.split()
+    if what in ("started", "settled:"):
+        _CLOCK.setdefault(run_id, []).append(time.perf_counter())
+
+
+def _run_s(workflow_id: str) -> float:
+    """A workflow's time on the worker, once it has settled: the same span for a durable
+    run (agent built to run settled) and for the floor (first step to last)."""
+    _wait(lambda: len(_CLOCK.get(workflow_id, ())) == 2)
+    started, settled = _CLOCK.pop(workflow_id)
+    return settled - started
+
+
+def _per_turn(url: str, rounds: int = ROUNDS) -> tuple[float, float, float, float, float]:
+    """Per turn: the durable run, the in-memory kernel, the bare DBOS floor (seconds, each
+    the median of ``rounds`` interleaved rounds), the durable run's events per turn, and
+    the median over the rounds of the added cost over the floor of the same round."""
     from mainspring.durable import Runs, start_worker, stop_worker
+    from mainspring.durable.config import APP_VERSION, DEFAULT_QUEUE
 
-    bare = _bare_workflow()
-    start_worker(url=url, factory=factory, executor_id="bench")
+    _bare_workflow()
+    start_worker(url=url, factory=factory, executor_id="bench", report=_clock)
+    durable: list[float] = []
+    bare: list[float] = []
     try:
         with Runs(url) as runs:
-            runs.result(runs.submit("warm up"), timeout_s=120)
-            DBOS.start_workflow(bare, 1).get_result()
-            times, floor = {}, {}
-            for turns in (1, LONG):
-                start = time.perf_counter()
-                runs.result(runs.submit("go", options={"turns": turns}), timeout_s=300)
-                times[turns] = time.perf_counter() - start
-                start = time.perf_counter()
-                DBOS.start_workflow(bare, turns).get_result()
-                floor[turns] = time.perf_counter() - start
+
+            def bare_run(turns: int) -> str:
+                options = {"workflow_name": "bench.bare", "queue_name": DEFAULT_QUEUE}
+                handle = runs.client.enqueue({**options, "app_version": APP_VERSION}, turns)
+                return str(handle.workflow_id)
+
+            _run_s(runs.submit("warm up"))
+            _run_s(bare_run(1))
+            for _ in range(rounds):
+                # interleaved: a load that comes and goes weighs on both alike
+                times, floor = {}, {}
+                for turns in (1, LONG):
+                    run_id = runs.submit("go", options={"turns": turns})
+                    times[turns] = _run_s(run_id)
+                    floor[turns] = _run_s(bare_run(turns))
+                durable.append((times[LONG] - times[1]) / (LONG - 1))
+                bare.append((floor[LONG] - floor[1]) / (LONG - 1))
+            events = len(runs.events(run_id)) / (LONG + 1)  # the last run, of LONG turns
     finally:
         stop_worker()
-    durable = (times[LONG] - times[1]) / (LONG - 1)
-    bare_turn = (floor[LONG] - floor[1]) / (LONG - 1)
-    memory = asyncio.run(_in_memory_per_turn(LONG))
-    return durable, memory, bare_turn
+    memory = statistics.median(asyncio.run(_in_memory_per_turn(LONG)) for _ in range(rounds))
+    rounds_ratio = [(run - memory) / floor for run, floor in zip(durable, bare, strict=True)]
+    ratio = statistics.median(rounds_ratio)
+    return statistics.median(durable), memory, statistics.median(bare), events, ratio
 
 
 def _journal_bytes(url: str) -> tuple[int, int]:
@@ -158,7 +199,10 @@ def _recovery(url: str, directory: Path) -> float:
             second.wait()
 
 
-def _throughput(url: str, directory: Path, count: int) -> float:
+def _throughput(url: str, directory: Path, count: int) -> tuple[float, float]:
+    """Runs per second of ``count`` worker processes draining ``RUNS`` queued one-turn runs
+    (from their start), and the events journaled per second per worker while they serve
+    (from the first run dequeued to the last settled)."""
     from mainspring.durable import Runs
 
     with Runs(url) as runs:
@@ -166,13 +210,17 @@ def _throughput(url: str, directory: Path, count: int) -> float:
         start = time.perf_counter()
         workers = [_spawn(directory, url, f"t{n}") for n in range(count)]
         try:
+            _wait(lambda: any(runs.get(run_id).status != "ENQUEUED" for run_id in ids[:count]))
+            serving = time.perf_counter()
             for run_id in ids:
                 runs.result(run_id, timeout_s=600)
-            return RUNS / (time.perf_counter() - start)
+            end = time.perf_counter()
         finally:
             for worker in workers:
                 worker.send_signal(signal.SIGTERM)
                 worker.wait()
+        events = sum(len(runs.events(run_id)) for run_id in ids)
+    return RUNS / (end - start), events / (end - serving) / count
 
 
 def _startup() -> float:
@@ -197,22 +245,25 @@ def main(argv: list[str] | None = None) -> int:
         if args.postgres:
             databases["PostgreSQL"] = args.postgres
         for name, url in databases.items():
-            durable, memory, bare = _per_turn(url)
+            durable, memory, bare, events, ratio = _per_turn(url)
             added = durable - memory
             rows.append((f"{name}: per turn, durable", f"{durable * 1000:.1f} ms"))
+            rows.append((f"{name}: events per turn", f"{events:.1f}"))
+            rows.append((f"{name}: events/s, one run", f"{events / durable:.0f}"))
             rows.append((f"{name}: per turn, in memory", f"{memory * 1000:.2f} ms"))
             rows.append((f"{name}: added per turn", f"{added * 1000:.1f} ms"))
             rows.append((f"{name}: bare DBOS floor per turn", f"{bare * 1000:.1f} ms"))
-            rows.append((f"{name}: added / floor", f"{added / bare:.2f}x"))
+            rows.append((f"{name}: added / floor (median of rounds)", f"{ratio:.2f}x"))
             journal, reply = _journal_bytes(url)
             rows.append((f"{name}: journal bytes / reply chars", f"{journal / reply:.2f}"))
             work = root / name
             work.mkdir()
             rows.append((f"{name}: recovery, restart to settled", f"{_recovery(url, work):.2f} s"))
             for count in (1, 3) if name == "PostgreSQL" else (1,):
-                rate = _throughput(url, work, count)
+                rate, events_per_worker = _throughput(url, work, count)
                 label = f"{name}: {RUNS} one-turn runs, {count} worker(s)"
                 rows.append((label, f"{rate:.1f} runs/s"))
+                rows.append((f"{label}, per worker", f"{events_per_worker:.0f} events/s"))
     rows.append(("worker import (fresh process)", f"{_startup():.2f} s"))
     width = max(len(label) for label, _ in rows)
     for label, value in rows:

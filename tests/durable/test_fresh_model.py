@@ -21,14 +21,9 @@ FRESH = {"MODEL": "fresh"}
 
 
 def _plain(value: Any) -> Any:
-    """JSON without timestamps (two runs never share those), and without unset labels (the
-    journal writes ``labels: null``, a session-file encoding leaves the field out)."""
+    """JSON without timestamps (two runs never share those)."""
     if isinstance(value, dict):
-        return {
-            k: _plain(v)
-            for k, v in value.items()
-            if k != "timestamp" and not (k == "labels" and v is None)
-        }
+        return {k: _plain(v) for k, v in value.items() if k != "timestamp"}
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value

@@ -24,7 +24,11 @@ drains its response) until the stream is closed. Each request it answers is logg
 ``DIR/requests.log`` with the reply's id.
 
 Tools write one line per execution to ``DIR/tools.log``: ``RUN CALL start`` and
-``RUN CALL done``. A listener writes each event it sees to ``DIR/events-<pid>.jsonl``.
+``RUN CALL done``. A listener writes each event it sees to ``DIR/events-<pid>.jsonl``
+(with ``LISTEN=0`` there is none: nobody but the journal sees a run's events). With
+``FACTORY_LISTENER=1`` the factory subscribes one more listener, which looks each event
+up in the journal as it sees it and writes ``seq type journaled|missing`` to
+``DIR/factory-<pid>.log``.
 """
 
 from __future__ import annotations
@@ -238,8 +242,31 @@ class AskForAppend:
         return mainspring.Ask("appending needs a person") if call.name == "append" else None
 
 
+def _journal_checker(url: str) -> Any:
+    """A listener that looks each event it sees up in the journal (``FACTORY_LISTENER``)."""
+    from mainspring.durable.journal import Journal
+
+    journal = Journal(url)
+    path = DIR / f"factory-{os.getpid()}.log"
+
+    def check(event: Any, signal: Any) -> None:
+        rows = journal.read_events(event.run_id, after_seq=event.seq - 1, limit=1)
+        found = bool(rows) and rows[0]["seq"] == event.seq
+        with open(path, "a") as file:
+            file.write(f"{event.seq} {event.type} {'journaled' if found else 'missing'}\n")
+
+    return check
+
+
 def factory(spec: dict[str, Any]) -> Agent:
     """Each run's agent: the crashing faux model, two tools, the compactor."""
+    agent = _agent()
+    if os.environ.get("FACTORY_LISTENER") == "1":
+        agent.subscribe(_journal_checker(sys.argv[2]))
+    return agent
+
+
+def _agent() -> Agent:
     return Agent(
         model="faux:scripted",
         provider=FreshProvider() if os.environ.get("MODEL") == "fresh" else CrashingProvider(),
@@ -293,7 +320,7 @@ if __name__ == "__main__":
         url=url,
         executor_id=executor or None,  # "": the default, the first free HOST-N
         factory=factory,
-        listen=listen,
+        listen=None if os.environ.get("LISTEN") == "0" else listen,
         concurrency=concurrency,
     )
     (DIR / f"ready-{os.getpid()}").write_text(DBOS.executor_id)

@@ -133,6 +133,18 @@ class Agent:
         return self._core.snapshot()
 
     @property
+    def observed(self) -> bool:
+        """Whether the agent's events reach anyone: a subscriber, or an ``on_event``
+        observer not left out by its :func:`~mainspring.observes_when` predicate (a run's
+        ``RunOptions.recorder`` is not counted). A recorder that must hold each event
+        before anyone sees it may batch its writes while this is false."""
+        if self._core.listeners:
+            return True
+        return any(
+            impl.wanted is None or impl.wanted(self) for impl in self._hooks.relay.plan("on_event")
+        )
+
+    @property
     def is_running(self) -> bool:
         """Whether a run is active (cheaper than ``state.is_streaming``)."""
         return self._core.is_streaming

@@ -4,7 +4,8 @@
   [--create-database]`` runs durable runs from a queue until SIGTERM/SIGINT; it prints
   one line once it serves and one as each run starts and settles.
 - ``submit PROMPT [--model M] [--system S] [--queue Q] [--id ID] [--wait]`` enqueues a run
-  and prints its id (``--wait``: then follows it to the end).
+  and prints its id (``--wait``: then follows it to the end); it warns on stderr when no
+  worker of the queue has been seen recently (the run waits for one).
 - ``runs [list] [--json] [--limit N]``, ``runs show ID [--json] [--events]``,
   ``runs follow ID`` (its events, live, as JSON lines, until it settles), ``runs cancel
   ID``, ``runs resume ID`` (a cancelled run) and ``runs approve ID CALL_ID (--allow |
@@ -117,6 +118,12 @@ def _command(args: argparse.Namespace) -> int:
             run_id = runs.submit(args.prompt, model=args.model, system_prompt=args.system,
                                  queue=args.queue, run_id=args.id)  # fmt: skip
             print(run_id, flush=True)
+            if not runs.live_workers(args.queue):
+                from ..durable.heartbeats import STALE_S
+
+                print(f"mainspring: warning: no worker of queue {args.queue!r} has been seen "
+                      f"in the last {STALE_S:g} s; the run waits until one starts "
+                      "(mainspring worker)", file=sys.stderr, flush=True)  # fmt: skip
             return _follow(runs, run_id) if args.wait else 0
         if args.action == "list":
             return _list(runs, args)

@@ -33,7 +33,7 @@ from ..contract.markers import hookimpl
 from ..jsonable import to_jsonable
 from .credentials import verify
 from .serialization import RefusedRow
-from .steps import CheckpointError, RunCheckpoints
+from .steps import CheckpointError, RunCheckpoints, write_journal
 
 __all__ = [
     "APPROVAL_TOPIC",
@@ -133,6 +133,8 @@ class DurableApprover:
         # the kernel blocks what is undecided at its own deadline; each recv is bounded
         # by the same setting, so a worker never waits on a run that has given up
         timeout = agent.settings.approvals.timeout_s
+        if waiting:
+            await write_journal()  # a person finds the requests in the journal
         while waiting:
             try:
                 message = await DBOS.recv_async(APPROVAL_TOPIC, timeout_seconds=timeout)

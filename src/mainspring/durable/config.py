@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 APP_NAME = "mainspring"
-APP_VERSION = "mainspring-durable-1"
+APP_VERSION = "mainspring-durable-2"
 """The version of the workflow's step sequence. Change it when a release changes which
 steps a run takes, in which order: DBOS then leaves runs of the old version to workers
 of the old version instead of replaying them against different code."""

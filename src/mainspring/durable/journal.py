@@ -1,21 +1,32 @@
 """The event journal: every event of a durable run, by ``seq``, in the run's database.
 
-A durable run writes each event here *before* its listeners and ``on_event`` observers
-see it, so an event anyone saw is journaled. After a crash the new worker replays the run
+A durable run journals each event *before* its listeners and ``on_event`` observers see
+it, so an event anyone saw is journaled. After a crash the new worker replays the run
 from its checkpoints; events up to the last journaled ``seq`` are neither journaled nor
 delivered again (:class:`mainspring.RunOptions`), and numbering goes on
 from there. Any process can read a run's events (a UI, ``mainspring runs show --events``)
-with :func:`read_events`; rows are keyed ``(run_id, seq)``, so a reader that remembers the
-last ``seq`` it saw never sees an event twice.
+with :meth:`Journal.read_events`; rows are keyed ``(run_id, seq)``, so a reader that
+remembers the last ``seq`` it saw never sees an event twice.
+
+A run's events are written in batches (:class:`RunJournal`), one transaction each, in
+``seq`` order: an event is written at the latest before anyone but the journal sees it,
+before the run runs a tool or waits for an approval, when the run ends, and within
+:data:`FLUSH_INTERVAL_S` of being emitted. The
+batch written as a tool call starts also marks the call's step started (the table
+``mainspring_call_starts``): after a crash, a call whose step was marked by an earlier
+execution and has no checkpoint was in flight when the process died.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import threading
 import time
+import uuid
+from collections.abc import Callable
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -23,11 +34,12 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from ..events import event_to_dict
+from ..message_json import encode_message
 from ..providers.base import TextDelta
 from .config import is_sqlite
 from .steps import delta_to_dict
 
-__all__ = ["Journal"]
+__all__ = ["FLUSH_INTERVAL_S", "Journal", "RunJournal"]
 
 _METADATA = sa.MetaData()
 _EVENTS = sa.Table(
@@ -37,6 +49,13 @@ _EVENTS = sa.Table(
     sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("type", sa.String(64), nullable=False),
     sa.Column("body", sa.Text, nullable=False),
+)
+_CALL_STARTS = sa.Table(
+    "mainspring_call_starts",
+    _METADATA,
+    sa.Column("run_id", sa.String(200), primary_key=True),
+    sa.Column("step_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("execution", sa.String(32), nullable=False),
 )
 
 
@@ -49,20 +68,27 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+_ROWS_PER_INSERT = 500
+"""Rows per ``INSERT`` statement of a batch (well under the databases' bound on
+parameters)."""
+
+FLUSH_INTERVAL_S = 0.05
+"""The longest an event waits to be written while nothing else writes it (seconds): how
+far behind the run a reader of the journal may be."""
+
 RETRY_WINDOW_S = float(os.environ.get("MAINSPRING_DATABASE_RETRY_S", "60"))
 """How long a journal write is retried while the database is unreachable (seconds;
 ``MAINSPRING_DATABASE_RETRY_S``)."""
 
 
-def _retrying(write: Any, window_s: float) -> None:
-    """Run ``write()``; on a lost connection (``OperationalError``, ``InterfaceError``)
-    retry with a growing pause, up to ``window_s`` seconds, then raise the last error."""
+def _retrying(write: Callable[[], Any], window_s: float) -> Any:
+    """``write()``; on a lost connection (``OperationalError``, ``InterfaceError``) retry
+    with a growing pause, up to ``window_s`` seconds, then raise the last error."""
     deadline = time.monotonic() + window_s
     pause = 0.05
     while True:
         try:
-            write()
-            return
+            return write()
         except (sa.exc.OperationalError, sa.exc.InterfaceError):
             if time.monotonic() + pause > deadline:
                 raise
@@ -70,15 +96,41 @@ def _retrying(write: Any, window_s: float) -> None:
             pause = min(pause * 2, 2.0)
 
 
-def _body(event: Any) -> str:
-    """The journal row's body of ``event``: a ``message_update`` as ``[turn, delta]``
+_ENTRIES = frozenset({"message", "messages", "tool_results"})
+"""The event fields that hold transcript entries (one, or a tuple)."""
+
+
+def _event_json(event: Any) -> dict[str, Any]:
+    """``event`` as JSON data, its transcript entries in the form session files keep
+    (:func:`~mainspring.message_json.encode_message`)."""
+    names = [item.name for item in dataclasses.fields(event)]
+    if _ENTRIES.isdisjoint(names):
+        return event_to_dict(event)
+    data: dict[str, Any] = {"type": event.type}
+    whole: dict[str, Any] | None = None
+    for name in names:
+        value = getattr(event, name)
+        if value is None or type(value) in (str, int, float, bool):
+            data[name] = value
+        elif name in _ENTRIES:
+            many = isinstance(value, tuple | list)
+            data[name] = [encode_message(m) for m in value] if many else encode_message(value)
+        else:
+            whole = whole or event_to_dict(event)
+            data[name] = whole[name]
+    return data
+
+
+def journal_row(event: Any) -> dict[str, Any]:
+    """The journal row of ``event``: its body is a ``message_update`` as ``[turn, delta]``
     (a text delta as its text alone), any other event whole."""
     if event.type == "message_update":
         delta = event.delta
         kept = delta.text if isinstance(delta, TextDelta) else delta_to_dict(delta)
-        return json.dumps([event.turn, kept], ensure_ascii=False, separators=(",", ":"))
-    data = event_to_dict(event)
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        body = json.dumps([event.turn, kept], ensure_ascii=False, separators=(",", ":"))
+    else:
+        body = json.dumps(_event_json(event), ensure_ascii=False, separators=(",", ":"))
+    return {"run_id": event.run_id, "seq": event.seq, "type": event.type, "body": body}
 
 
 def _event(run_id: str, seq: int, kind: str, body: str) -> dict[str, Any]:
@@ -108,6 +160,7 @@ class Journal:
                 pool_pre_ping=True,  # a connection lost with a database restart is replaced
             )
         self._lock = threading.Lock()
+        self._insert = sqlite_insert if self.sqlite else postgresql_insert
         try:
             with self.engine.begin() as connection:
                 _METADATA.create_all(connection, checkfirst=True)
@@ -127,26 +180,49 @@ class Journal:
             value = connection.execute(query).scalar()
         return int(value or 0)
 
-    def append(self, event: Any) -> None:
-        """Journal one event (an event already journaled under its ``seq`` is kept)."""
-        row = {
-            "run_id": event.run_id,
-            "seq": event.seq,
-            "type": event.type,
-            "body": _body(event),
-        }
-        statement = (sqlite_insert if self.sqlite else postgresql_insert)(_EVENTS)
-        insert = statement.values(**row).on_conflict_do_nothing()
+    def write(
+        self,
+        run_id: str,
+        rows: list[dict[str, Any]],
+        started_step: int | None = None,
+        execution: str = "",
+    ) -> bool:
+        """Write ``rows`` (from :func:`journal_row`) in one transaction, a row already
+        journaled under its ``seq`` kept; with ``started_step``, mark that step of the
+        run started by ``execution`` in the same transaction. Whether another execution
+        marked it before (always ``False`` without ``started_step``). Blocking: retried
+        while the database is unreachable (see :data:`RETRY_WINDOW_S`)."""
 
-        def write() -> None:
+        insert = self._insert
+        # one statement per batch (a round trip each on PostgreSQL), a row already there kept
+        statements = [
+            insert(_EVENTS).values(rows[start : start + _ROWS_PER_INSERT]).on_conflict_do_nothing()
+            for start in range(0, len(rows), _ROWS_PER_INSERT)
+        ]
+        mark = None
+        if started_step is not None:
+            # inserted, or left as it was: either way it says which execution marked it
+            mark = (
+                insert(_CALL_STARTS)
+                .values(run_id=run_id, step_id=started_step, execution=execution)
+                .on_conflict_do_update(
+                    index_elements=[_CALL_STARTS.c.run_id, _CALL_STARTS.c.step_id],
+                    set_={"execution": _CALL_STARTS.c.execution},
+                )
+                .returning(_CALL_STARTS.c.execution)
+            )
+
+        def write() -> bool:
             with self._lock, self.engine.begin() as connection:
-                connection.execute(insert)
+                for statement in statements:
+                    connection.execute(statement)
+                if mark is None:
+                    return False
+                # a write retried after its commit was lost finds its own mark
+                return bool(connection.execute(mark).scalar_one() != execution)
 
-        _retrying(write, self.retry_window_s)
-
-    async def append_async(self, event: Any) -> None:
-        """:meth:`append` off the event loop."""
-        await asyncio.to_thread(self.append, event)
+        result: bool = _retrying(write, self.retry_window_s)
+        return result
 
     def row_bytes(self, run_id: str, types: tuple[str, ...] | None = None) -> int:
         """The bytes of the run's journal rows (their bodies), of ``types`` only if given."""
@@ -170,3 +246,106 @@ class Journal:
         with self.engine.connect() as connection:
             rows = connection.execute(query).all()
         return [_event(run_id, seq, kind, body) for seq, kind, body in rows]
+
+
+class RunJournal:
+    """The journal of one execution of one run: events are recorded as they are emitted
+    and written in batches (see the module), each batch in ``seq`` order after the one
+    before it.
+
+    ``fail`` hears a write that failed in the background (after its retries); the run
+    stops. After any failed write nothing more is written by this execution (a later
+    batch would leave a gap in ``seq``): :meth:`flush` raises again.
+    """
+
+    def __init__(
+        self,
+        journal: Journal,
+        run_id: str,
+        fail: Callable[[BaseException], None],
+        interval_s: float = FLUSH_INTERVAL_S,
+    ) -> None:
+        self.journal = journal
+        self.run_id = run_id
+        self.interval_s = interval_s
+        self.execution = uuid.uuid4().hex
+        self._fail = fail
+        self._pending: list[dict[str, Any]] = []
+        self._writing = asyncio.Lock()
+        self._timer: asyncio.TimerHandle | None = None
+        self._background: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+        self._writing_now: asyncio.Future[bool] | None = None
+
+    def record(self, event: Any) -> None:
+        """Add ``event`` to the next batch (written within :attr:`interval_s`)."""
+        self._pending.append(journal_row(event))
+        if self._timer is None and self._failure is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self.interval_s, self._flush_in_background)
+
+    async def flush(self, started_step: int | None = None) -> bool:
+        """Write every event recorded so far; with ``started_step``, mark that step started
+        in the same transaction and return whether an earlier execution had marked it."""
+        async with self._writing:
+            await self._settle()
+            rows, self._pending = self._pending, []
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if not rows and started_step is None:
+                return False
+            self._writing_now = asyncio.ensure_future(
+                asyncio.to_thread(
+                    self.journal.write, self.run_id, rows, started_step, self.execution
+                )
+            )
+            return await self._settle()  # cut while waiting: the next flush waits for it
+
+    async def _settle(self) -> bool:
+        """Wait for the write in progress (one whose waiter was cut, or this flush's own);
+        raise if it, or any write before it, failed."""
+        write, self._writing_now = self._writing_now, None
+        if write is not None:
+            try:
+                await asyncio.wait({write})
+            except BaseException:
+                self._writing_now = write  # cut while waiting: still in progress
+                raise
+            error = (
+                RuntimeError("a journal write was cancelled")
+                if write.cancelled()
+                else write.exception()
+            )
+            if error is not None and self._failure is None:
+                self._failure = error
+        if self._failure is not None:
+            raise self._failure
+        return write is not None and write.result()
+
+    def _flush_in_background(self) -> None:
+        self._timer = None
+        if self._background is None or self._background.done():
+            self._background = asyncio.ensure_future(self._background_flush())
+        else:  # the last one is still writing: try again later
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self.interval_s, self._flush_in_background)
+
+    async def _background_flush(self) -> None:
+        try:
+            await self.flush()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            self._fail(error)
+
+    async def close(self) -> None:
+        """Stop writing in the background (what is recorded and unwritten is dropped:
+        nobody saw it, and a replay delivers it again)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for running in (self._background, self._writing_now):
+            if running is not None and not running.done():
+                await asyncio.wait({running})
+        self._pending.clear()

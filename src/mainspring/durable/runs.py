@@ -29,6 +29,7 @@ from .config import (
     secure_sqlite_file,
 )
 from .credentials import load_approval_key, sign
+from .heartbeats import STALE_S, live_workers
 from .journal import Journal
 from .serialization import JSON_ROWS
 
@@ -185,6 +186,13 @@ class Runs:
         message["mac"] = sign(key, run_id, message)
         self.client.send(run_id, message, APPROVAL_TOPIC)
 
+    def live_workers(
+        self, queue: str = DEFAULT_QUEUE, stale_s: float = STALE_S
+    ) -> builtins.list[str]:
+        """The executor ids of the workers of ``queue`` seen in the last ``stale_s``
+        seconds (see :mod:`mainspring.durable.heartbeats`)."""
+        return live_workers(self.journal.engine, queue, stale_s)
+
     def cancel(self, run_id: str) -> None:
         """Cancel a run that has not settled (it stops at its next step); ``KeyError``
         for an unknown run; a settled run is left as it is."""
@@ -233,6 +241,15 @@ class Runs:
         )
         return [self._info(item) for item in found]
 
+    def _status(self, run_id: str) -> str:
+        """The run's DBOS status alone (no transcript, no journal read)."""
+        found = self.client.list_workflows(
+            workflow_ids=[run_id], name=WORKFLOW_NAME, load_input=False, load_output=False
+        )
+        if not found:
+            raise KeyError(f"no durable run {run_id!r}")
+        return str(found[0].status)
+
     def get(self, run_id: str) -> RunInfo:
         """One run; ``KeyError`` if there is none with this id."""
         found = self.client.list_workflows(workflow_ids=[run_id], name=WORKFLOW_NAME)
@@ -261,7 +278,7 @@ class Runs:
         ``TimeoutError`` after ``timeout_s``; the workflow's own exception if it failed.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while not self.get(run_id).finished:
+        while self._status(run_id) not in FINISHED:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"run {run_id} has not settled after {timeout_s} s")
             time.sleep(0.05)

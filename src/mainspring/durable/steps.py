@@ -18,6 +18,11 @@
 - :func:`step` runs any function of a plugin as a step (a summariser's model call, a
   lookup), so the plugin stays deterministic across a recovery.
 
+Before a tool runs, the events the run recorded so far are written to its journal
+(:func:`write_journal`) and the call's step is marked started in the same transaction; a
+step found marked by an earlier execution, without a checkpoint, is a call the process
+died during.
+
 Outside a DBOS workflow (or inside another step) every wrapper calls straight through.
 """
 
@@ -27,9 +32,8 @@ import asyncio
 import contextlib
 import contextvars
 import dataclasses
-import os
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from dbos import DBOS
 
@@ -55,6 +59,7 @@ __all__ = [
     "CallEnding",
     "CheckpointError",
     "DurableProvider",
+    "JournalWriter",
     "RunCheckpoints",
     "bind_run",
     "checkpoint_failed",
@@ -63,6 +68,7 @@ __all__ = [
     "execution_over",
     "in_workflow",
     "step",
+    "write_journal",
 ]
 
 T = TypeVar("T")
@@ -155,19 +161,31 @@ class CallEnding:
             self.step.exception()  # a failure was reported to the run (it stops)
 
 
+class JournalWriter(Protocol):
+    """Writes what a run recorded to its journal (:class:`.journal.RunJournal`)."""
+
+    async def flush(self, started_step: int | None = None) -> bool:
+        """Write the recorded events; with ``started_step``, mark that step started in the
+        same transaction and say whether an earlier execution had marked it."""
+
+
 class RunCheckpoints:
     """What the wrappers of one durable run share (bound with :func:`bind_run`).
 
     ``fail`` hears every :class:`CheckpointError` (the run stops); ``ending`` maps the id
-    of a call that ran live to its :class:`CallEnding` until the kernel ends the call.
+    of a call that ran live to its :class:`CallEnding` until the kernel ends the call;
+    ``journal`` writes the run's recorded events before a step starts.
     """
 
-    def __init__(self, fail: Callable[[BaseException], None]) -> None:
+    def __init__(
+        self, fail: Callable[[BaseException], None], journal: JournalWriter | None = None
+    ) -> None:
         self._report = fail
         self.failed = False
         """Set at the first failure: this execution of the run journals nothing more
         (it was cancelled, taken over, or lost its database; the workflow fails)."""
         self.ending: dict[str, CallEnding] = {}
+        self.journal = journal
 
     def fail(self, failure: BaseException) -> None:
         """A checkpoint failed (a :class:`CheckpointError`, or DBOS's own signal that this
@@ -196,6 +214,21 @@ _RUN: contextvars.ContextVar[RunCheckpoints | None] = contextvars.ContextVar(
 def bind_run(checkpoints: RunCheckpoints) -> contextvars.Token[Any]:
     """Have the wrappers in this context (a run's tasks) use ``checkpoints``."""
     return _RUN.set(checkpoints)
+
+
+async def write_journal(started_step: int | None = None) -> bool:
+    """Write the events the current run recorded to its journal (done before a tool runs
+    and before an approval wait; otherwise within 50 ms). With ``started_step``
+    (a tool call's step), mark the step started; whether an earlier execution had.
+    Outside a durable run, nothing. A failure is a :class:`CheckpointError` (the run
+    stops)."""
+    run = _RUN.get()
+    if run is None or run.journal is None:
+        return False
+    try:
+        return await run.journal.flush(started_step)
+    except Exception as error:
+        raise checkpoint_failed("the journal", error) from error
 
 
 async def _checkpointed(name: str, function: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -260,7 +293,7 @@ class DurableProvider:
             async for delta in self.inner.stream(request, signal):
                 yield delta
             return
-        live: asyncio.Queue[StreamEvent] = asyncio.Queue()
+        live: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
         opened: list[AsyncIterator[StreamEvent]] = []
         ran = False
 
@@ -286,26 +319,19 @@ class DurableProvider:
             return {"deltas": deltas, "error": error}
 
         task = asyncio.ensure_future(_checkpointed(f"mainspring.model.{self.name}", request_step))
+        # after the step's last delta: None, so one await per delta reads the stream
+        task.add_done_callback(lambda _: live.put_nowait(None))
         done: StreamEvent | None = None
-        getter: asyncio.Future[StreamEvent] | None = None
         try:
-            while not task.done():
-                getter = asyncio.ensure_future(live.get())
-                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-                if not getter.done():
-                    getter.cancel()
-                    break  # the step finished: what is left is passed on below
-                item = getter.result()
+            while (item := await live.get()) is not None:
                 if isinstance(item, StreamDone):
                     done = item  # passed on once the checkpoint is written
                     break
                 yield item
             record = await task
             if ran:
-                if done is not None:
+                if done is not None:  # the step ended with it: nothing came after it
                     yield done
-                while not live.empty():
-                    yield live.get_nowait()
             else:  # answered from the checkpoint: the kernel sees the same deltas
                 for data in record["deltas"]:
                     yield _load_delta(data)
@@ -313,8 +339,6 @@ class DurableProvider:
             if error is not None:
                 raise ProviderError(**error)
         finally:
-            if getter is not None:
-                getter.cancel()
             if not task.done():  # the kernel stopped reading before the reply was complete
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
@@ -375,16 +399,14 @@ def durable_tool(tool: Tool) -> Tool:
         counting = _CountingContext(ctx)
 
         async def call_step() -> dict[str, Any]:
-            workflow_id = DBOS.workflow_id
-            assert workflow_id is not None
             # the step's id is unique in the run and the same on every replay (a call id
             # need not be: a model may reuse one after a compaction)
-            key = f"mainspring.tool_started.{DBOS.step_id}"
-            earlier = await DBOS.get_event_async(workflow_id, key, timeout_seconds=0)
-            if earlier is not None and not idempotent:
+            step_id = DBOS.step_id
+            assert step_id is not None
+            earlier = await write_journal(started_step=step_id)
+            if earlier and not idempotent:
                 result = ToolResult.error(INTERRUPTED.format(name=name))
                 return {"result": result.model_dump(mode="json"), "updates": 0}
-            await DBOS.set_event_async(key, os.getpid())
             ending = CallEnding(step_task)
             run.ending[ctx.tool_call_id] = ending  # before the kernel can end the call
             try:

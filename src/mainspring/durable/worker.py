@@ -4,7 +4,8 @@ Each worker launches DBOS on the runs' database, listens on one queue and runs a
 ``concurrency`` runs at once (``global_concurrency`` bounds the queue across every
 worker). At launch, DBOS recovers the runs that were in progress under the worker's
 ``executor_id``: restart a dead worker with the same id (as a service manager does) and
-its runs continue where their checkpoints left them. A worker leases its executor id for
+its runs continue where their checkpoints left them. While it serves, a worker refreshes
+its heartbeat row (:mod:`mainspring.durable.heartbeats`). A worker leases its executor id for
 as long as it lives (:mod:`mainspring.durable.executors`): without one chosen it takes the
 first free ``HOST-N``, so two workers never share one and a restarted worker takes back
 the id of the one that died; a chosen id held by a live worker is refused.
@@ -31,6 +32,7 @@ from .config import (
 )
 from .credentials import load_approval_key
 from .executors import ExecutorLease, lease_executor_id
+from .heartbeats import Heartbeat
 from .journal import Journal
 from .workflow import RUNTIME, AgentFactory, default_factory
 
@@ -38,6 +40,7 @@ __all__ = ["run_worker", "start_worker", "stop_worker"]
 
 _QUEUE_POLL_S = 0.1
 _LEASE: list[ExecutorLease] = []  # the executor id this process's worker holds
+_HEARTBEAT: list[Heartbeat] = []  # its row in mainspring_workers
 
 
 def start_worker(
@@ -82,6 +85,7 @@ def start_worker(
             global_concurrency=global_concurrency,
             polling_interval_sec=_QUEUE_POLL_S,
         )
+        _HEARTBEAT.append(Heartbeat(RUNTIME.journal.engine, lease.executor_id, queue))
     except BaseException:
         lease.release()
         raise
@@ -92,6 +96,8 @@ def start_worker(
 def stop_worker() -> None:
     """Shut the worker down: runs in progress stop where they are (they are recovered
     by the next worker with this executor id)."""
+    while _HEARTBEAT:
+        _HEARTBEAT.pop().stop()
     DBOS.destroy(destroy_registry=False)
     journal, RUNTIME.journal = RUNTIME.journal, None
     if journal is not None:

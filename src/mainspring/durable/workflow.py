@@ -27,7 +27,7 @@ from ..agent import Agent, RunOptions
 from ..message_json import encode_message
 from .approvals import DurableApprover
 from .config import WORKFLOW_NAME
-from .journal import Journal
+from .journal import Journal, RunJournal
 from .steps import DurableProvider, RunCheckpoints, bind_run, durable_tool
 
 __all__ = ["AgentFactory", "Runtime", "default_factory", "run_workflow"]
@@ -56,8 +56,8 @@ class Runtime:
     journal: Journal | None = None
     factory: AgentFactory = default_factory
     listen: Callable[[Agent, str], None] | None = None
-    """Called with each run's agent and run id, after the journal subscribed: subscribe
-    listeners here (they see the events the journal has not seen before)."""
+    """Called with each run's agent and run id: subscribe listeners here. They, like any
+    subscriber the factory added, see each event once it is journaled."""
     active: dict[str, Agent] = field(default_factory=dict)
     report: Callable[[str], None] | None = None
     """Told one line when a run starts and when it settles (``mainspring worker``)."""
@@ -103,6 +103,8 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
             agent.abort("checkpoint failed")
 
     checkpoints = RunCheckpoints(stop)
+    recorder = RunJournal(journal, run_id, checkpoints.fail)
+    checkpoints.journal = recorder
     try:
         described = _describe(agent)
 
@@ -119,8 +121,12 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
             durable_tool(tool)  # in place: gates see the objects the plugins registered
         bind_run(checkpoints)
         delivered = await asyncio.to_thread(journal.last_seq, run_id)
-        replay = RunOptions(run_id, delivered, DurableProvider(agent.provider))
-        agent.subscribe(_journaling(journal, checkpoints))
+        replay = RunOptions(
+            run_id,
+            delivered,
+            DurableProvider(agent.provider),
+            recorder=_journaling(agent, recorder, checkpoints),
+        )
         if RUNTIME.listen is not None:
             RUNTIME.listen(agent, run_id)
         RUNTIME.active[run_id] = agent
@@ -144,20 +150,33 @@ async def run_workflow(spec: dict[str, Any]) -> dict[str, Any]:
     finally:
         checkpoints.close()
         RUNTIME.active.pop(run_id, None)
+        await recorder.close()
         await agent.aclose()
 
 
 def _journaling(
-    journal: Journal, checkpoints: RunCheckpoints
-) -> Callable[[Any, Any], Awaitable[None]]:
-    """The first subscriber of a durable run: journal each event before anyone sees it
-    (the end of a call that ran live once its step checkpointed the final result)."""
+    agent: Agent, recorder: RunJournal, checkpoints: RunCheckpoints
+) -> Callable[[Any, Any], Awaitable[Any] | None]:
+    """The recorder of a durable run, ahead of every subscriber: records each event, and
+    writes it before anyone else sees it (a subscriber or an ``on_event`` observer; the
+    end of a call that ran live once its step checkpointed the final result). An event
+    nobody else sees is written with the next batch (:mod:`mainspring.durable.journal`)."""
 
-    async def journal_event(event: Any, signal: Any) -> None:
+    async def call_ended(event: Any) -> None:
+        await checkpoints.call_ended(event.tool_call_id, event.result)
+        if not checkpoints.failed:
+            recorder.record(event)
+            if agent.observed:
+                await recorder.flush()
+
+    def journal_event(event: Any, signal: Any) -> Awaitable[Any] | None:
         if checkpoints.failed:
-            return  # this execution is over (cancelled, taken over): it journals nothing
-        if event.type == "tool_execution_end":
-            await checkpoints.call_ended(event.tool_call_id, event.result)
-        await journal.append_async(event)
+            return None  # this execution is over (cancelled, taken over): it journals nothing
+        if event.type == "tool_execution_end" and event.tool_call_id in checkpoints.ending:
+            return call_ended(event)
+        recorder.record(event)
+        if event.type == "agent_end" or agent.observed:
+            return recorder.flush()
+        return None
 
     return journal_event

@@ -85,6 +85,7 @@ class Delivery:
         "failing",
         "guard",
         "quiet_through",
+        "recorder",
         "relay",
         "reports",
         "signal",
@@ -111,6 +112,9 @@ class Delivery:
         self.quiet_through = 0
         """Events with a ``seq`` up to this one are not delivered: a replayed run's
         listeners already saw them (see :class:`~mainspring.RunOptions`)."""
+        self.recorder: Any = None
+        """Delivered to before every listener and observer (see
+        :class:`~mainspring.RunOptions`); set before the first event."""
         self._listeners: tuple[Any, ...] | None = None
         self._version = -1
         self._plan: tuple[_Step, ...] = ()
@@ -124,7 +128,10 @@ class Delivery:
         relay = self.relay
         if listeners is self._listeners and relay.version == self._version:
             return self._plan
-        steps: list[_Step] = [(listener, _LISTENER, False, listener) for listener in listeners]
+        first = () if self.recorder is None else (self.recorder,)
+        steps: list[_Step] = [
+            (listener, _LISTENER, False, listener) for listener in (*first, *listeners)
+        ]
         agent = self.agent
         steps.extend(
             (impl.function, _EVENT, impl.awaits, impl)

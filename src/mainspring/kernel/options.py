@@ -11,8 +11,10 @@ Two options make that replay invisible to the agent's listeners:
   from there.
 
 ``provider`` puts a provider in front of the one the model resolves to (a wrapper that
-checkpoints replies) for every request of this run. Nothing here changes what a run
-does, only what is seen of it and which provider object answers.
+checkpoints replies) for every request of this run, and ``recorder`` a listener in front
+of every subscriber and observer (a journal that must hold each event before anyone
+sees it). Nothing here changes what a run does, only what is seen of it and which
+provider object answers.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, final
 
 if TYPE_CHECKING:
+    from ..contract.agent_view import Listener
     from ..providers.base import Provider
 
 __all__ = ["RunOptions"]
@@ -34,12 +37,16 @@ class RunOptions:
     ``run_id`` (a non-empty string; default: a new id), ``delivered_through`` (the last
     ``seq`` already delivered, ``>= 0``; default 0: deliver everything), ``provider``
     (serves every request of this run, as ``Agent(provider=...)`` would; default: the
-    provider of the run's model). Malformed values raise ``TypeError``/``ValueError``.
+    provider of the run's model), ``recorder`` (a listener, called like a subscriber with
+    each event of this run before every subscriber and ``on_event`` observer, those added
+    during the run included; it skips what ``delivered_through`` skips, and its failure is
+    a subscriber's). Malformed values raise ``TypeError``/``ValueError``.
     """
 
     run_id: str | None = None
     delivered_through: int = 0
     provider: Provider | None = None
+    recorder: Listener | None = None
 
     def __post_init__(self) -> None:
         if self.run_id is not None and not (isinstance(self.run_id, str) and self.run_id):
@@ -52,6 +59,8 @@ class RunOptions:
         stream = getattr(self.provider, "stream", None)
         if self.provider is not None and not callable(stream):
             raise TypeError(f"RunOptions.provider must be a Provider, not {self.provider!r}")
+        if self.recorder is not None and not callable(self.recorder):
+            raise TypeError(f"RunOptions.recorder must be callable, not {self.recorder!r}")
 
 
 DEFAULT_OPTIONS = RunOptions()

@@ -121,6 +121,7 @@ class Run:
             hooks.relay, agent, self.signal, self.guard, settings.hooks.timeout_s
         )
         self.delivery.quiet_through = options.delivered_through
+        self.delivery.recorder = options.recorder
         self.options = options
         self.task: asyncio.Task[Any] | None = None
         self.last_event: Any = None
