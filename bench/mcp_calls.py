@@ -25,22 +25,30 @@ from mainspring.settings import McpServerSettings, McpSettings
 
 from .common import Config, Row, ScriptProvider, median, ms_text_reply, ms_tool_reply, noop_tool
 
-__all__ = ["run_mcp"]
+__all__ = [
+    "CALLS",
+    "native_once",
+    "per_call",
+    "run_mcp",
+    "sdk_once",
+    "server_settings",
+    "tool_script",
+]
 
 CALLS = 100
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 
 
-def _script() -> list[object]:
+def tool_script() -> list[object]:
     return [*(ms_tool_reply([f"c{i}"]) for i in range(CALLS)), ms_text_reply()]
 
 
-def _server(nonce: str = "") -> McpServerSettings:
+def server_settings(nonce: str = "") -> McpServerSettings:
     env = {"MAINSPRING_BENCH_NONCE": nonce} if nonce else {}
     return McpServerSettings(command=sys.executable, args=(SERVER,), env=env)
 
 
-async def _per_call(agent: Agent) -> float:
+async def per_call(agent: Agent) -> float:
     start = time.perf_counter()
     await agent.prompt("go")
     elapsed = time.perf_counter() - start
@@ -50,21 +58,24 @@ async def _per_call(agent: Agent) -> float:
     return elapsed / CALLS
 
 
-async def _native_once() -> float:
+async def native_once() -> float:
     agent = Agent(
-        model="faux:bench", provider=ScriptProvider(_script()), tools=[noop_tool()], autoload=False
+        model="faux:bench",
+        provider=ScriptProvider(tool_script()),
+        tools=[noop_tool()],
+        autoload=False,
     )
-    return await _per_call(agent)
+    return await per_call(agent)
 
 
 async def _mcp_once(settings: Settings) -> float:
-    agent = Agent(model="faux:bench", provider=ScriptProvider(_script()), settings=settings,
+    agent = Agent(model="faux:bench", provider=ScriptProvider(tool_script()), settings=settings,
                   autoload=False)  # fmt: skip
     async with agent:
-        return await _per_call(agent)
+        return await per_call(agent)
 
 
-async def _sdk_once(name: str, server: McpServerSettings) -> float:
+async def sdk_once(name: str, server: McpServerSettings) -> float:
     from mainspring.mcp import runtime
     from mainspring.mcp.connection import acquire, release
 
@@ -104,7 +115,7 @@ async def run_mcp(config: Config) -> list[Row]:
         return [
             Row("MCP tool per call", "skipped", "—", None, "info", None, "needs mainspring[mcp]")
         ]
-    shared = _server()
+    shared = server_settings()
     settings = Settings(mcp=McpSettings(servers={"bench": shared}))
     holder = Agent(
         model="faux:bench", provider=ScriptProvider([]), settings=settings, autoload=False
@@ -113,12 +124,14 @@ async def run_mcp(config: Config) -> list[Row]:
     try:
         await _mcp_once(settings)  # warm-up
         for _ in range(config.reps):
-            native.append(await _native_once())
+            native.append(await native_once())
             mcp.append(await _mcp_once(settings))
-            sdk.append(await _sdk_once("bench", shared))
+            sdk.append(await sdk_once("bench", shared))
     finally:
         await holder.aclose()
-    starts = [await _start_once(_server(f"start-{i}")) for i in range(max(3, config.reps // 2))]
+    starts = [
+        await _start_once(server_settings(f"start-{i}")) for i in range(max(3, config.reps // 2))
+    ]
     rows = [
         Row("MCP tool per call, stdio (wall)", _us(median(mcp)), _us(median(native)),
             median(mcp) / median(native), "info", None,

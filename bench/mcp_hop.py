@@ -29,8 +29,8 @@ from typing import Any
 from mainspring import Agent, Settings
 from mainspring.settings import McpSettings
 
-from .common import ScriptProvider, noop_tool
-from .mcp_calls import CALLS, _per_call, _script, _server
+from .common import ScriptProvider
+from .mcp_calls import CALLS, native_once, per_call, sdk_once, server_settings, tool_script
 
 Hop = Callable[[Coroutine[Any, Any, Any]], Awaitable[Any]]
 
@@ -52,36 +52,12 @@ async def _agent_turns(settings: Settings, hop: Hop) -> float:
     now = runtime.call
     runtime.call = hop  # type: ignore[assignment]  # the tool reaches the runtime through it
     try:
-        agent = Agent(model="faux:bench", provider=ScriptProvider(_script()), settings=settings,
+        agent = Agent(model="faux:bench", provider=ScriptProvider(tool_script()), settings=settings,
                       autoload=False)  # fmt: skip
         async with agent:
-            return await _per_call(agent)
+            return await per_call(agent)
     finally:
         runtime.call = now  # type: ignore[method-assign]
-
-
-async def _native() -> float:
-    agent = Agent(model="faux:bench", provider=ScriptProvider(_script()), tools=[noop_tool()],
-                  autoload=False)  # fmt: skip
-    return await _per_call(agent)
-
-
-async def _sdk(settings: Settings) -> float:
-    from mainspring.mcp import runtime
-    from mainspring.mcp.connection import acquire, release
-
-    async def calls() -> float:
-        connection = await acquire("bench", settings.mcp.servers["bench"])
-        try:
-            session = await connection.ensure_started()
-            start = time.perf_counter()
-            for _ in range(CALLS):
-                await session.call_tool("noop", {})
-            return (time.perf_counter() - start) / CALLS
-        finally:
-            await release(connection)
-
-    return await runtime.call(calls())
 
 
 async def _bare(hop: Hop) -> float:
@@ -97,7 +73,7 @@ async def _bare(hop: Hop) -> float:
 async def main(reps: int) -> None:
     from mainspring.mcp import runtime
 
-    settings = Settings(mcp=McpSettings(servers={"bench": _server()}))
+    settings = Settings(mcp=McpSettings(servers={"bench": server_settings()}))
     holder = Agent(model="faux:bench", provider=ScriptProvider([]), settings=settings,
                    autoload=False)  # fmt: skip
     now: Hop = runtime.call
@@ -107,8 +83,8 @@ async def main(reps: int) -> None:
     try:
         await _agent_turns(settings, now)  # warm-up
         for _ in range(reps):
-            sides["sdk"].append(await _sdk(settings))
-            sides["native"].append(await _native())
+            sides["sdk"].append(await sdk_once("bench", settings.mcp.servers["bench"]))
+            sides["native"].append(await native_once())
             sides["after"].append(await _agent_turns(settings, now))
             sides["before"].append(await _agent_turns(settings, _before))
             sides["bare after"].append(await _bare(now))
