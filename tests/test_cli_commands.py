@@ -70,6 +70,21 @@ def test_models_lists_each_provider_and_its_catalogue(tmp_path: Path) -> None:
     assert [model["id"] for model in echo["models"]] == ["small"]
 
 
+def test_models_says_which_local_models_are_not_installed_and_how(tmp_path: Path) -> None:
+    empty = tmp_path / "no-models"
+    empty.mkdir()
+    done = cli(tmp_path, "models", MAINSPRING_MODELS_DIR=str(empty))
+    assert done.returncode == 0, done.stderr
+    assert (
+        "local:gemma-3-270m  (context 8192, output 1024; not installed: "
+        "mainspring install-model --model gemma-3-270m)"
+    ) in done.stdout.splitlines()
+    as_json = json.loads(cli(tmp_path, "models", "--json", MAINSPRING_MODELS_DIR=str(empty)).stdout)
+    [local] = [row for row in as_json if row["provider"] == "local"]
+    install = {model["id"]: model["install"] for model in local["models"]}
+    assert install["gemma-3-270m"] == "mainspring install-model --model gemma-3-270m"
+
+
 def test_the_prompt_is_read_from_stdin(tmp_path: Path) -> None:
     args = ("run", "--model", "echo:small", "--plugin", "echo_plugin:PLUGIN")
     done = cli(tmp_path, *args, "summarise", stdin="line one\nline two\n")

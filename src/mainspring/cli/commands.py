@@ -138,12 +138,14 @@ def models_command(agent: Any, as_json: bool) -> int:
             if getattr(provider, "test_only", False):
                 continue
             catalogue = getattr(provider, "models", None) or {}
+            missing = getattr(provider, "missing", None)
             row["models"] = [
                 {
                     "id": model.id,
                     "context_window": model.context_window,
                     "max_output_tokens": model.max_output_tokens,
                     "reasoning": model.reasoning,
+                    "install": missing(model.id) if callable(missing) else None,
                 }
                 for model in catalogue.values()
             ]
@@ -175,9 +177,10 @@ def models_command(agent: Any, as_json: bool) -> int:
             print(f"{row['provider']}  (any model id: {row['provider']}:MODEL-ID)")
         for model in row["models"]:
             reasoning = ", reasoning" if model["reasoning"] else ""
+            install = f"; not installed: {model['install']}" if model["install"] else ""
             print(
                 f"{row['provider']}:{model['id']}  (context {model['context_window']}, "
-                f"output {model['max_output_tokens']}{reasoning})"
+                f"output {model['max_output_tokens']}{reasoning}{install})"
             )
         for name in row.get("served", ()):
             print(f"{row['provider']}:{name}  (listed by the server)")

@@ -65,6 +65,7 @@ from .local_install import (
     MODEL_DISTRIBUTION,
     XLLAMACPP_VERSION,
     LocalModelMissing,
+    install_command,
     install_commands,
     install_model,
     is_available,
@@ -218,6 +219,15 @@ class LocalProvider:
             '[providers.local] options = {tool_mode = "force_first"} in the config file, '
             "or run a model that calls tools (--model openai:... or anthropic:...)"
         )
+
+    def missing(self, model_id: str) -> str | None:
+        """``None`` when ``model_id`` can be served as installed; otherwise the command
+        that installs it (the runtime or the model's file is missing). A ``model_file``
+        model is never reported: its file is the caller's."""
+        served = self._served.get(model_id)
+        if served is None or served.model_file is not None:
+            return None
+        return None if is_available(served.known) else install_command(served.known)
 
     def server(self, model_id: str | None = None) -> LocalServer:
         """The shared server for ``model_id`` (default: the default model) in this
