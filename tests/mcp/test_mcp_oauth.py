@@ -24,6 +24,7 @@ import pytest
 from mcp_helpers import free_port, run_agent, settings_with, start_http_server, stop_process
 
 from mainspring import Agent, PluginLoadError
+from mainspring.cli import main
 from mainspring.mcp import oauth, report
 from mainspring.mcp.oauth_storage import TokenFiles
 from mainspring.settings import McpServerSettings
@@ -222,6 +223,25 @@ def test_without_a_terminal_or_a_token_the_server_says_how_to_authorize_it(
     assert not [r for r in caplog.records if r.name.startswith("mcp.client.auth")]
 
 
+def test_without_a_data_directory_there_is_nowhere_to_keep_tokens(
+    oauth_server: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = oauth_server
+    for name in ("MAINSPRING_DATA_DIR", "XDG_DATA_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(PluginLoadError) as raised:
+        Agent(
+            model="faux:test",
+            provider=FauxProvider([]),
+            settings=settings_with(secure=secure(url, oauth_client_name="homeless")),
+            autoload=False,
+        )
+    assert (
+        'MCP server "secure" could not be authorized: there is no data directory to keep its '
+        "tokens in (set MAINSPRING_DATA_DIR, XDG_DATA_HOME or HOME)\n"
+    ) in str(raised.value)
+
+
 def test_mcp_login_authorizes_without_a_terminal_to_ask_at(
     oauth_server: tuple[str, Path], tmp_path: Path
 ) -> None:
@@ -275,3 +295,26 @@ def test_report_shows_an_authorized_server(
         assert row["tools"] == ["echo"] and row["error"] is None
     finally:
         asyncio.run(agent.aclose())
+
+
+def test_mcp_login_of_a_server_that_is_not_configured_is_a_usage_error(
+    oauth_server: tuple[str, Path],
+    browser: Browser,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, _ = oauth_server
+    config = tmp_path / "config.toml"
+    config.write_text(f'[mcp.servers.secure]\nurl = "{url}"\nauth = "oauth"\n')
+    monkeypatch.setenv("MAINSPRING_CONFIG", str(config))
+    monkeypatch.setenv("MAINSPRING_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # "secure" is not asked for
+    assert main(["mcp", "login", "elsewhere"]) == 2
+    assert "mainspring: error: no MCP server named 'elsewhere' is configured" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit) as exited:
+        main(["mcp", "login"])
+    assert exited.value.code == 2
+    assert "use: mainspring mcp login NAME" in capsys.readouterr().err

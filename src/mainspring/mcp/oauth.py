@@ -25,7 +25,7 @@ import socket
 import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.shared.auth import OAuthClientMetadata
@@ -164,6 +164,12 @@ def _redirect_uri(port: int | None, stored: str | None) -> str:
     return f"http://127.0.0.1:{port}{_CALLBACK_PATH}"
 
 
+def _printable(url: str) -> str:
+    """``url`` with every character but printable ASCII percent-encoded (the authorization
+    endpoint is the server's: it never gets to write a control character to a terminal)."""
+    return "".join(char if " " < char < "\x7f" else quote(char, safe="") for char in url)
+
+
 class _Callback:
     """The one-shot loopback listener of one authorization."""
 
@@ -195,7 +201,7 @@ class _Callback:
                 f"({error.strerror or error}); set redirect_port to a free port"
             ) from None
         try:
-            handler(self.server, url)
+            handler(self.server, _printable(url))
         except BaseException:
             self._close()
             raise

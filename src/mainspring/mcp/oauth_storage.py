@@ -1,9 +1,10 @@
 """Where the OAuth tokens and client registration of an MCP server are kept.
 
-One pair of files per server URL in ``DATA/mcp-oauth/`` (the data directory, asked for
-strictly: a process whose environment names none, such as the coding tools' shell, finds
-no tokens): ``<digest>.tokens.json`` (the token, and when the access token expires) and
-``<digest>.client.json`` (the registration), ``<digest>`` naming the URL. Files are
+One pair of files per server URL in ``DATA/mcp-oauth/`` (the data directory, which the
+coding tools' sandbox hides from ``bash``; asked for strictly: a process whose environment
+names none finds no tokens): ``<digest>.tokens.json`` (the token, and when the access
+token expires) and ``<digest>.client.json`` (the registration), ``<digest>`` naming the
+URL. Files are
 ``0600`` in a ``0700`` directory, each written whole to a temporary file and renamed over
 the old one. Each records its URL; a file that cannot be read, is not JSON of the expected
 shape, is too large or names another URL is logged and taken as absent, so the server is
