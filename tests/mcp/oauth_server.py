@@ -6,7 +6,8 @@ authorization request at once (the redirect carries the code), registers any cli
 (dynamic client registration), issues access tokens valid for an hour with a refresh
 token, and rotates both on refresh. ``--log FILE`` appends one line per grant
 (``register``, ``authorize``, ``token authorization_code``, ``token refresh_token``) so
-tests can see what the client did. Everything is forgotten when the process ends.
+tests can see what the client did. The tool ``forget_tokens`` forgets every access token
+issued, so the client's next request is refused. Everything is forgotten when the process ends.
 """
 
 from __future__ import annotations
@@ -124,9 +125,10 @@ class ApprovingProvider:
         )
 
 
+provider = ApprovingProvider()
 server = MCPServer(
     "oauth-test",
-    auth_server_provider=ApprovingProvider(),
+    auth_server_provider=provider,
     auth=AuthSettings(
         issuer_url=BASE,  # type: ignore[arg-type]
         resource_server_url=f"{BASE}/mcp",  # type: ignore[arg-type]
@@ -141,6 +143,13 @@ server = MCPServer(
 def echo(text: str) -> str:
     """Repeat text."""
     return text
+
+
+@server.tool()
+def forget_tokens() -> str:
+    """Forget every access token issued (as a revocation would): the next request is 401."""
+    provider.access.clear()
+    return "forgotten"
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from mainspring.cli import main
 from mainspring.mcp import oauth, report
 from mainspring.mcp.oauth_storage import TokenFiles
 from mainspring.settings import McpServerSettings
-from mainspring.testing import FauxProvider, faux
+from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 
 OAUTH_SERVER = str(Path(__file__).with_name("oauth_server.py"))
 
@@ -49,7 +49,8 @@ class Browser:
 
     def __init__(self) -> None:
         self.shown: list[tuple[str, str]] = []
-        self.pages: list[httpx.Response] = []
+        self._pages: list[httpx.Response] = []
+        self._following: list[threading.Thread] = []
         self.forge = False
         self.reading_s = 0.0  # how long the person takes before following the URL
 
@@ -60,10 +61,18 @@ class Browser:
             threading.Event().wait(self.reading_s)
             if self.forge:  # someone else's redirect first: a code with another state
                 callback = parse_qs(urlsplit(url).query)["redirect_uri"][0]
-                self.pages.append(httpx.get(f"{callback}?code=stolen&state=forged"))
-            self.pages.append(httpx.get(url, follow_redirects=True, timeout=30))
+                self._pages.append(httpx.get(f"{callback}?code=stolen&state=forged"))
+            self._pages.append(httpx.get(url, follow_redirects=True, timeout=30))
 
-        threading.Thread(target=follow, daemon=True).start()
+        thread = threading.Thread(target=follow, daemon=True)
+        self._following.append(thread)
+        thread.start()
+
+    def pages(self) -> list[httpx.Response]:
+        """The pages the browser was shown, once it has read them all."""
+        for thread in self._following:
+            thread.join()
+        return self._pages
 
 
 @pytest.fixture
@@ -98,7 +107,7 @@ def test_first_connection_authorizes_and_later_ones_reuse_the_token(
     before = len(grants(log))
     assert asyncio.run(echo_once(url)) == "hi"
     assert [server for server, _ in browser.shown] == ["secure"]
-    assert browser.pages[0].status_code == 200 and "authorized" in browser.pages[0].text
+    assert browser.pages()[0].status_code == 200 and "authorized" in browser.pages()[0].text
     assert grants(log)[before:] == ["register", "authorize", "token authorization_code"]
 
     assert asyncio.run(echo_once(url)) == "hi"  # a second agent, a new session
@@ -119,7 +128,7 @@ def test_a_redirect_without_the_state_of_the_request_is_refused(
     url, _ = oauth_server
     browser.forge = True
     assert asyncio.run(echo_once(url)) == "hi"
-    forged, real = browser.pages
+    forged, real = browser.pages()
     assert forged.status_code == 404 and real.status_code == 200
 
 
@@ -169,6 +178,53 @@ def test_a_token_the_server_refuses_is_authorized_again(
     assert asyncio.run(echo_once(url)) == "hi"
     assert grants(log)[before:] == ["authorize", "token authorization_code"]  # no new client
     assert len(browser.shown) == 2
+
+
+def test_a_token_refused_during_a_session_is_authorized_again_for_the_next_call(
+    oauth_server: tuple[str, Path], browser: Browser
+) -> None:
+    url, _ = oauth_server
+    steps = [
+        faux.tool_call("forget_tokens", {}),
+        faux.tool_call("echo", {"text": "again"}),
+        faux.text("done"),
+    ]
+    run = asyncio.run(run_agent(steps, settings_with(secure=secure(url, oauth_client_name="mid"))))
+    ends = [e for e in run.recorder.events if e.type == "tool_execution_end"]
+    assert [(e.is_error, e.result.content[0].text) for e in ends] == [
+        (False, "forgotten"),
+        (False, "again"),
+    ]
+    assert len(browser.shown) == 2
+
+
+def test_a_token_refused_during_a_session_with_nobody_to_ask_fails_the_call_saying_so(
+    oauth_server: tuple[str, Path], browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = oauth_server
+    steps = [
+        faux.tool_call("forget_tokens", {}),
+        faux.tool_call("echo", {"text": "again"}),
+        faux.text("done"),
+    ]
+    settings = settings_with(secure=secure(url, oauth_client_name="unasked"))
+    agent = Agent(
+        model="faux:test", provider=FauxProvider(steps), settings=settings, autoload=False
+    )
+    oauth.set_authorization_handler(None)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # not a terminal
+    recorder = EventRecorder()
+    agent.subscribe(recorder)
+
+    async def prompt() -> None:
+        async with agent:
+            await agent.prompt("go")
+
+    asyncio.run(prompt())
+    check_event_grammar(recorder.events)
+    ends = [e for e in recorder.events if e.type == "tool_execution_end"]
+    assert [e.is_error for e in ends] == [False, True]
+    assert "`mainspring mcp login secure`" in ends[1].result.content[0].text
 
 
 @pytest.mark.parametrize("garbage", ["{not json", '{"url": "x", "value": {}}', "[]"])
@@ -287,12 +343,13 @@ def test_report_shows_an_authorized_server(
     agent = Agent(
         model="faux:test",
         provider=FauxProvider([]),
-        settings=settings_with(secure=secure(url)),
+        settings=settings_with(secure=secure(url, startup="eager")),
         autoload=False,
     )
     try:
         (row,) = report(agent)
-        assert row["tools"] == ["echo"] and row["error"] is None
+        assert row["tools"] == ["echo", "forget_tokens"] and row["error"] is None
+        assert row["auth"] == "oauth" and row["state"] == "running"
     finally:
         asyncio.run(agent.aclose())
 
