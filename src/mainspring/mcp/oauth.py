@@ -99,8 +99,7 @@ def set_authorization_handler(handler: AuthorizationHandler | None) -> None:
 
 def on_terminal(server: str, url: str) -> None:
     """The default handler: print the URL on stderr when stdin is a terminal, else refuse."""
-    stdin = sys.stdin
-    if stdin is None or not stdin.isatty():
+    if not _at_terminal():
         raise AuthorizationRequired(server)
     print(
         f'MCP server "{server}" needs authorization: open this address in a browser '
@@ -110,11 +109,16 @@ def on_terminal(server: str, url: str) -> None:
     )
 
 
+def _at_terminal() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
 def oauth_provider(
     name: str, settings: McpServerSettings, paused: Callable[[], AbstractContextManager[None]]
 ) -> OAuthClientProvider:
     """The ``httpx`` auth of the server ``name``; ``paused()`` holds its startup deadline
-    while a person is waited for. ``ValueError`` when there is no data directory."""
+    while a person is waited for. :class:`AuthorizationFailed` when there is no data
+    directory to keep tokens in."""
     assert settings.url is not None
     try:
         storage = TokenFiles(settings.url)
@@ -186,7 +190,7 @@ class _Callback:
     async def show(self, url: str) -> None:
         """Listen for the redirect, then show ``url`` (the SDK's redirect handler)."""
         handler = _handler or on_terminal
-        if handler is on_terminal and (sys.stdin is None or not sys.stdin.isatty()):
+        if handler is on_terminal and not _at_terminal():  # refused before listening
             raise AuthorizationRequired(self.server)
         states = parse_qs(urlsplit(url).query).get("state")
         self._state = states[0] if states else None
@@ -255,7 +259,7 @@ class _Callback:
             return 400, "Bad request."
         target = urlsplit(parts[1])
         query = {key: values[0] for key, values in parse_qs(target.query).items()}
-        if target.path != _CALLBACK_PATH or query.get("state") != self._state:
+        if target.path != _CALLBACK_PATH or not self._state or query.get("state") != self._state:
             return 404, "Not an authorization redirect of this client."
         result = self._result
         if result is None or result.done():
