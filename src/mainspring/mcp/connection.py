@@ -14,12 +14,15 @@ session and is sent again (the server never ran it). A call the server dropped b
 exiting is sent again once, after a restart, only if the tool is idempotent. A restart
 that finds the tool list changed tells the listeners (the agents) as
 ``notifications/tools/list_changed`` does. HTTP 401 and 403 are said as such, naming
-the server and the header that was sent. A failure is described with the tail of
-the server's stderr (kept as a bounded ring, :mod:`~mainspring.mcp.stderr`). Tools the
-server lists but that cannot be used are left out and kept in :attr:`Connection.skipped`
-with the reason (:mod:`~mainspring.mcp.listing`). The process is owned by one task: it
-enters the SDK's transport and session contexts, and leaves them (ending the process) on
-stop, on crash or at interpreter exit.
+the server and the header that was sent. A server with ``auth = "oauth"`` is reached
+through the SDK's OAuth client (:mod:`~mainspring.mcp.oauth`); the time a person takes
+to authorize it does not count against ``startup_timeout_s``. A failure is described
+with the tail of the server's stderr (kept as a bounded ring,
+:mod:`~mainspring.mcp.stderr`). Tools the server lists but that cannot be used are left
+out and kept in :attr:`Connection.skipped` with the reason
+(:mod:`~mainspring.mcp.listing`). The process is owned by one task: it enters the SDK's
+transport and session contexts, and leaves them (ending the process) on stop, on crash
+or at interpreter exit.
 """
 
 from __future__ import annotations
