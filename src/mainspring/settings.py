@@ -227,7 +227,11 @@ class McpServerSettings(_Section):
     ``cwd``, else the process's working directory). ``sampling_budget``: how many of the
     server's sampling requests each agent may answer with its own model, each one allowed
     by the person (0, the default: sampling is not offered).
-    ``enabled=False`` keeps the entry but ignores it.
+    ``auth="oauth"`` (``url`` only) authorizes the client with OAuth 2.1 (dynamic client
+    registration, authorization code with PKCE, refresh), asking for ``oauth_scopes``
+    (default: what the server says) under the name ``oauth_client_name``; the redirect is
+    received on ``127.0.0.1:redirect_port`` (default: a port chosen at registration and
+    kept with it). ``enabled=False`` keeps the entry but ignores it.
     """
 
     command: str | None = None
@@ -248,6 +252,10 @@ class McpServerSettings(_Section):
     escape_control: bool = True
     roots: tuple[str, ...] | None = None
     sampling_budget: int = Field(default=0, ge=0)
+    auth: Literal["oauth"] | None = None
+    oauth_scopes: tuple[str, ...] = ()
+    oauth_client_name: str = "mainspring"
+    redirect_port: int | None = Field(default=None, ge=1, le=65535)
     enabled: bool = True
 
     @field_validator("timeout_s", mode="before")
@@ -260,6 +268,8 @@ class McpServerSettings(_Section):
     def _one_transport(self) -> McpServerSettings:
         if (self.command is None) == (self.url is None):
             raise ValueError("an MCP server needs exactly one of command (stdio) or url (HTTP)")
+        if self.auth == "oauth" and self.url is None:
+            raise ValueError('auth = "oauth" needs a url (OAuth is for HTTP servers)')
         return self
 
 

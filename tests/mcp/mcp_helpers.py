@@ -61,10 +61,10 @@ def free_port() -> int:
         return port
 
 
-def start_http_server(port: int, *extra: str) -> subprocess.Popen[str]:
-    """The test server over streamable HTTP on ``port``, once it listens."""
+def start_http_server(port: int, *extra: str, script: str = SERVER) -> subprocess.Popen[str]:
+    """The test server (or ``script``) over streamable HTTP on ``port``, once it listens."""
     process = subprocess.Popen(
-        [sys.executable, SERVER, "--http", str(port), *extra],
+        [sys.executable, script, "--http", str(port), *extra],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,

@@ -56,7 +56,14 @@ from .listing import (
     report_broken,
     show_tool,
 )
-from .mcp import add_mcp_option, apply_mcp_option, mcp_command, server_of
+from .mcp import (
+    add_mcp_option,
+    apply_mcp_option,
+    login_command,
+    mcp_command,
+    prepare_login,
+    server_of,
+)
 from .notes import NOTE_UNSEEN_TOOLS, first_time
 from .render import JsonRenderer, TerminalRenderer, cut_notice
 from .sessions_cmd import (
@@ -136,6 +143,12 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         _plugin_options(sub)
     mcp = commands.add_parser("mcp", help="list MCP servers, their state and their tools")
     mcp.add_argument("--json", action="store_true", help="print JSON")
+    mcp.add_argument(
+        "login",
+        nargs="*",
+        metavar="login NAME",
+        help='authorize the MCP server NAME (auth = "oauth"): print the address to open',
+    )
     _plugin_options(mcp)
 
     add_sessions_command(commands)
@@ -393,6 +406,13 @@ def _main(argv: Sequence[str] | None) -> int:
         return durable_command(args)
     if args.command == "install-model":
         return _install_model(args.model)
+    if args.command == "mcp" and args.login:
+        if len(args.login) != 2 or args.login[0] != "login":
+            commands["mcp"].error("use: mainspring mcp login NAME")
+        try:
+            prepare_login(args.login[1])
+        except ImportError:
+            return usage_error("mcp login needs the MCP SDK: pip install 'mainspring[mcp]'")
     broken: list[PluginLoadError] = []
     try:
         if args.command in ("plugins", "tools"):
@@ -417,6 +437,8 @@ def _main(argv: Sequence[str] | None) -> int:
         else:
             code = _tools(agent, args.json, args.schema)
         return EXIT_USAGE if broken and code == EXIT_OK else code
+    if args.command == "mcp" and args.login:
+        return login_command(agent, args.login[1])
     if args.command == "mcp":
         return mcp_command(agent, args.json)
     if args.command == "models":

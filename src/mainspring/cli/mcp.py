@@ -6,6 +6,11 @@ block per server (or, with ``--json``, a JSON array of the rows of
 :func:`mainspring.mcp.report`), then closes the agent, which stops the servers. A server
 that could not start is listed with its state and the reason (only a ``required`` one
 stops the agent from being built).
+
+``mainspring mcp login NAME`` authorizes the server NAME (``auth = "oauth"``): the agent is
+built the same way with the authorization URL of NAME printed on stdout (whether or not
+stdin is a terminal), and once the browser's redirect arrives the token is kept in the
+data directory for every later agent. A server already authorized is only reported.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ import sys
 from typing import Any
 
 from ..agent import Agent
+from .errors import usage_error
 
-__all__ = ["add_mcp_option", "mcp_command", "server_of"]
+__all__ = ["add_mcp_option", "login_command", "mcp_command", "prepare_login", "server_of"]
 
 
 def add_mcp_option(parser: argparse.ArgumentParser) -> None:
@@ -77,4 +83,45 @@ def mcp_command(agent: Agent, as_json: bool) -> int:
             print(f"    prompts: {', '.join(row['prompts'])}")
         if row["error"]:
             print(f"    error: {row['error']}")
+    return 0
+
+
+def prepare_login(name: str) -> None:
+    """Print the authorization URL of the server ``name`` on stdout from now on.
+
+    ``ImportError`` when the ``mcp`` extra is missing."""
+    from ..mcp import oauth
+
+    def show(server: str, url: str) -> None:
+        if server != name:
+            oauth.on_terminal(server, url)
+            return
+        print(
+            f'Open this address in a browser to authorize the MCP server "{server}" '
+            f"(waiting up to {oauth.AUTHORIZATION_WAIT_S:.0f} s):\n{url}",
+            flush=True,
+        )
+
+    oauth.set_authorization_handler(show)
+
+
+def login_command(agent: Agent, name: str) -> int:
+    """Report whether the server ``name`` of ``agent`` is authorized (0; 1 when it is not,
+    2 when it is not an OAuth server of the agent); close the agent."""
+    from ..mcp.binding import connections_of
+
+    connection = connections_of(agent).get(name)
+    state, error = (None, None) if connection is None else (connection.state, connection.error)
+    auth = None if connection is None else connection.settings.auth
+    asyncio.run(agent.aclose())
+    if connection is None:
+        return usage_error(f"no MCP server named {name!r} is configured")
+    if auth != "oauth":
+        return usage_error(f'MCP server "{name}" does not use OAuth (set auth = "oauth" on it)')
+    if state != "running":
+        print(
+            f"mainspring: error: {error or f'MCP server {name!r} did not start'}", file=sys.stderr
+        )
+        return 1  # as a failed run
+    print(f'MCP server "{name}" is authorized (its token is kept in the data directory)')
     return 0

@@ -226,7 +226,7 @@ def bind(agent: Agent, servers: dict[str, McpServerSettings]) -> list[Tool]:
             raise
         return {name: task.result() for name, task in tasks.items()}
 
-    budget = max(s.startup_timeout_s for s in servers.values()) + _BIND_SLACK_S
+    budget = max(_startup_budget(s) for s in servers.values()) + _BIND_SLACK_S
     try:
         held = runtime.call_blocking(prepare(), budget)
     except TimeoutError as error:
@@ -250,6 +250,15 @@ def bind(agent: Agent, servers: dict[str, McpServerSettings]) -> list[Tool]:
     weakref.finalize(agent, _release_later, binding)
     _bindings[agent] = binding
     return binding.tools()
+
+
+def _startup_budget(settings: McpServerSettings) -> float:
+    """How long starting the server may take: with OAuth, a person may be authorizing."""
+    if settings.auth == "oauth":
+        from .oauth import AUTHORIZATION_WAIT_S
+
+        return settings.startup_timeout_s + AUTHORIZATION_WAIT_S
+    return settings.startup_timeout_s
 
 
 async def _release_each(connections: list[Connection]) -> None:
@@ -292,6 +301,7 @@ def report(agent: Agent) -> list[dict[str, Any]]:
                 "transport": "stdio" if settings.command else "http",
                 "target": settings.command or settings.url,
                 "required": settings.required,
+                "auth": settings.auth,
                 "state": connection.state,
                 "start_s": connection.started_s,
                 "tools": offered.get(name, []),

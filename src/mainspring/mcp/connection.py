@@ -14,22 +14,26 @@ session and is sent again (the server never ran it). A call the server dropped b
 exiting is sent again once, after a restart, only if the tool is idempotent. A restart
 that finds the tool list changed tells the listeners (the agents) as
 ``notifications/tools/list_changed`` does. HTTP 401 and 403 are said as such, naming
-the server and the header that was sent. A failure is described with the tail of
-the server's stderr (kept as a bounded ring, :mod:`~mainspring.mcp.stderr`). Tools the
-server lists but that cannot be used are left out and kept in :attr:`Connection.skipped`
-with the reason (:mod:`~mainspring.mcp.listing`). The process is owned by one task: it
-enters the SDK's transport and session contexts, and leaves them (ending the process) on
-stop, on crash or at interpreter exit.
+the server and the header that was sent. A server with ``auth = "oauth"`` is reached
+through the SDK's OAuth client (:mod:`~mainspring.mcp.oauth`); the time a person takes
+to authorize it does not count against ``startup_timeout_s``. A failure is described
+with the tail of the server's stderr (kept as a bounded ring,
+:mod:`~mainspring.mcp.stderr`). Tools the server lists but that cannot be used are left
+out and kept in :attr:`Connection.skipped` with the reason
+(:mod:`~mainspring.mcp.listing`). The process is owned by one task: it enters the SDK's
+transport and session contexts, and leaves them (ending the process) on stop, on crash
+or at interpreter exit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import pathlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -44,7 +48,7 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
 from ..logs import get_logger
 from ..settings import McpServerSettings
-from . import runtime
+from . import oauth, runtime
 from .elicitation import Asker, asking, question_of, reply_to
 from .launch import CommandNotFound, resolve_command
 from .listing import ListingSieve
@@ -83,7 +87,10 @@ class ServerFailure(Exception):
 def transport_key(settings: McpServerSettings) -> str:
     """What makes two servers the same process: the transport settings and what the client
     declares to it (sampling is declared only with a budget), as JSON."""
-    fields = settings.model_dump(include={"command", "args", "env", "cwd", "url", "headers"})
+    fields = settings.model_dump(
+        include={"command", "args", "env", "cwd", "url", "headers", "auth", "oauth_scopes"}
+        | {"oauth_client_name", "redirect_port"}
+    )
     fields["sampling"] = settings.sampling_budget > 0
     return json.dumps(fields, sort_keys=True)
 
@@ -125,6 +132,7 @@ class Connection:
         self._announcing: set[asyncio.Task[None]] = set()
         self._calls = 0
         self._http_status: int | None = None
+        self._deadline: asyncio.Timeout | None = None
 
     @property
     def state(self) -> str:
@@ -189,10 +197,12 @@ class Connection:
         try:
             async with AsyncExitStack() as stack:
                 streams = await self._open(stack, stderr)
-                async with asyncio.timeout(self.settings.startup_timeout_s):
+                async with asyncio.timeout(self.settings.startup_timeout_s) as deadline:
+                    self._deadline = deadline
                     session = await self._handshake(stack, streams)
                     await self._list_tools(session)
                     await self._list_extras(session)
+                self._deadline = None
                 self._session = session
                 self.state = "running"
                 self._failures = 0
@@ -209,8 +219,10 @@ class Connection:
             current = self._owner is asyncio.current_task()
             if current:
                 self._session = self._client = None
-                reason = self._http_refusal() or _describe(
-                    error, self.settings.startup_timeout_s, ready.done(), self._calls
+                reason = (
+                    oauth.describe(_first(error))
+                    or self._http_refusal()
+                    or _describe(error, self.settings.startup_timeout_s, ready.done(), self._calls)
                 )
                 if isinstance(error, asyncio.CancelledError) or stop.is_set():
                     self.state = "stopped"
@@ -227,6 +239,7 @@ class Connection:
         finally:
             if self._owner is asyncio.current_task():
                 self._session = self._client = None
+                self._deadline = None
                 if self.state == "running":
                     self.state = "stopped"
 
@@ -251,7 +264,11 @@ class Connection:
                 if response.status_code >= 400:
                     self._http_status = response.status_code
 
+            auth = None
+            if settings.auth == "oauth":
+                auth = oauth.oauth_provider(self.name, settings, self._startup_paused)
             client = httpx2.AsyncClient(
+                auth=auth,
                 headers=settings.headers,
                 timeout=httpx2.Timeout(30.0),
                 event_hooks={"response": [note_status]},
@@ -261,6 +278,22 @@ class Connection:
                 streamable_http_client(settings.url, http_client=client)
             )
         return tapped(streams[0], streams[1], self._sieve.sent, self._received, self._stream_ended)
+
+    @contextlib.contextmanager
+    def _startup_paused(self) -> Iterator[None]:
+        """Hold the startup deadline while this block waits for a person (authorizing)."""
+        deadline = self._deadline
+        when = None if deadline is None else deadline.when()
+        if deadline is None or when is None:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        left = when - loop.time()
+        deadline.reschedule(None)
+        try:
+            yield
+        finally:
+            deadline.reschedule(loop.time() + max(0.0, left))
 
     async def _handshake(self, stack: AsyncExitStack, streams: tuple[Any, Any]) -> ClientSession:
         """The session, its protocol version negotiated by the SDK (``server/discover``,
@@ -480,6 +513,9 @@ class Connection:
         if status not in (401, 403):
             return None
         what = "401 Unauthorized" if status == 401 else "403 Forbidden"
+        if self.settings.auth == "oauth":
+            again = f"authorize it again: `mainspring mcp login {self.name}`"
+            return f"was refused by the server: HTTP {what} ({again})"
         sent = ", ".join(sorted(self.settings.headers))
         headers = f"the header {sent} was sent" if sent else "no header was sent"
         return f"was refused by the server: HTTP {what} ({headers}; check its token)"
