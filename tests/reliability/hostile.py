@@ -490,7 +490,9 @@ def check_hostile(world: Any, number: int, mine: list[Any]) -> None:
         ):
             world.fail(f"no hook_error for the failed transform {fired}")
     _check_arguments(world, mine, aborted)
-    _check_timeouts(world, mine, aborted)
+    # a run that failed (a raising observer, say) answers the calls still in flight
+    # itself ("Tool call not executed: ..."), before their timeout_s can pass
+    _check_timeouts(world, mine, aborted or end.reason == "error")
 
 
 def _ends(mine: list[Any], turn: int | None, call_id: str | None) -> list[Any]:
@@ -560,9 +562,10 @@ def _check_arguments(world: Any, mine: list[Any], aborted: bool) -> None:
             world.fail(f"the refusal of {call_id} does not name {limits[0]}: {text!r}")
 
 
-def _check_timeouts(world: Any, mine: list[Any], aborted: bool) -> None:
-    """A timed hostile tool that ran, unaborted and unfiltered, timed out."""
-    if aborted or world.filters_replace:
+def _check_timeouts(world: Any, mine: list[Any], interrupted: bool) -> None:
+    """A timed hostile tool that ran, in a run neither aborted nor failed, and unfiltered,
+    timed out."""
+    if interrupted or world.filters_replace:
         return
     # a call id may come back in a later turn (blocked there, say): a call is matched by
     # its run and turn too, except a plain function's, which records none ("thread")
