@@ -12,7 +12,7 @@
   runs share the machine's load), the median of the rounds. **Events per second** of one
   run: its events per turn over its time per turn.
 - **Journal bytes per reply**: the journal rows written for one streamed reply of 8,000
-  characters, against the reply's own size.
+  characters, against the reply's own size (and those of its ``message_update`` rows).
 - **Recovery**: a worker killed inside turn 10's tool; the time from starting its
   replacement (a new process) to the run settled, and the part of it spent replaying.
 - **Throughput**: 60 one-turn runs queued, then 1 (SQLite, PostgreSQL) or 3 (PostgreSQL)
@@ -154,8 +154,9 @@ def _per_turn(url: str, rounds: int = ROUNDS) -> tuple[float, float, float, floa
     return statistics.median(durable), memory, statistics.median(bare), events, ratio
 
 
-def _journal_bytes(url: str) -> tuple[int, int]:
-    """The journal bytes of one 8,000-character streamed reply, and the reply's size."""
+def _journal_bytes(url: str) -> tuple[int, int, int]:
+    """The journal bytes of one 8,000-character streamed reply, those of its deltas, and
+    the reply's size."""
     from mainspring.durable import Runs, start_worker, stop_worker
 
     start_worker(url=url, factory=factory, executor_id="bench-journal")
@@ -165,10 +166,11 @@ def _journal_bytes(url: str) -> tuple[int, int]:
             runs.result(run_id, timeout_s=300)
             events = runs.events(run_id)
             sizes = runs.journal.row_bytes(run_id)
+            deltas = runs.journal.row_bytes(run_id, ("message_update",))
     finally:
         stop_worker()
     reply = sum(len(e["delta"].get("text", "")) for e in events if e["type"] == "message_update")
-    return sizes, reply
+    return sizes, deltas, reply
 
 
 def _spawn(directory: Path, url: str, executor: str, **env: str) -> subprocess.Popen[bytes]:
@@ -254,8 +256,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((f"{name}: added per turn", f"{added * 1000:.1f} ms"))
             rows.append((f"{name}: bare DBOS floor per turn", f"{bare * 1000:.1f} ms"))
             rows.append((f"{name}: added / floor (median of rounds)", f"{ratio:.2f}x"))
-            journal, reply = _journal_bytes(url)
+            journal, deltas, reply = _journal_bytes(url)
             rows.append((f"{name}: journal bytes / reply chars", f"{journal / reply:.2f}"))
+            rows.append((f"{name}: the same, deltas alone", f"{deltas / reply:.2f}"))
             work = root / name
             work.mkdir()
             rows.append((f"{name}: recovery, restart to settled", f"{_recovery(url, work):.2f} s"))

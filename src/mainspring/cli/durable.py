@@ -7,7 +7,7 @@
   and prints its id (``--wait``: then follows it to the end); it warns on stderr when no
   worker of the queue has been seen recently (the run waits for one).
 - ``runs [list] [--json] [--limit N]``, ``runs show ID [--json] [--events]``,
-  ``runs follow ID`` (its events, live, as JSON lines, until it settles), ``runs cancel
+  ``runs follow ID`` (its events, live, as JSON lines, until its ``agent_end``), ``runs cancel
   ID``, ``runs resume ID`` (a cancelled run) and ``runs approve ID CALL_ID (--allow |
   --deny) [--arguments JSON] [--reason R] [--remember tool|call]``.
 
@@ -193,28 +193,30 @@ def _worker(args: argparse.Namespace) -> int:
 
 def _follow(runs: Any, run_id: str, quiet: bool = True) -> int:
     """Print the run's journaled events as they come (``quiet``: only its final text)
-    until it settles; 0 if it stopped normally, 1 otherwise."""
-    seen = 0
-    while True:
-        settled = runs.get(run_id).finished  # read first: no event is missed after it
-        for event in runs.events(run_id, after_seq=seen):
-            seen = event["seq"]
-            if not quiet:
-                print(json.dumps(event, ensure_ascii=False), flush=True)
-        if settled:
-            break
-        time.sleep(0.2)
-    info = runs.get(run_id)
+    until its ``agent_end``, or until it settles without one; 0 if it stopped normally,
+    1 otherwise."""
+    end: dict[str, Any] | None = None
+    for event in runs.follow(run_id):
+        if not quiet:
+            print(json.dumps(event, ensure_ascii=False), flush=True)
+        if event["type"] == "agent_end":
+            end = event
+    if end is not None:
+        reason, messages = end.get("reason"), end.get("messages") or []
+        outcome = str(reason)
+    else:  # settled without an agent_end (its workflow failed, or it was cancelled)
+        info = runs.get(run_id)
+        reason, messages = info.reason, None
+        outcome = info.reason or info.status.lower()
     if quiet:
-        texts = [
-            message_text(m)
-            for m in runs.transcript(run_id)
-            if getattr(m, "role", "") == "assistant"
-        ]
+        from ..message_json import decode_message
+
+        found = runs.transcript(run_id) if messages is None else map(decode_message, messages)
+        texts = [message_text(m) for m in found if getattr(m, "role", "") == "assistant"]
         if texts and texts[-1]:
             print(texts[-1])
-        print(f"run {run_id}: {info.reason or info.status.lower()}", file=sys.stderr)
-    return 0 if info.reason == "stop" else 1
+        print(f"run {run_id}: {outcome}", file=sys.stderr)
+    return 0 if reason == "stop" else 1
 
 
 def _when(epoch_ms: int | None) -> str:

@@ -8,6 +8,12 @@ from there. Any process can read a run's events (a UI, ``mainspring runs show --
 with :meth:`Journal.read_events`; rows are keyed ``(run_id, seq)``, so a reader that
 remembers the last ``seq`` it saw never sees an event twice.
 
+A transcript message is stored once by an execution: in the first row that carries it
+(its ``message_start`` or ``message_end``); a later row that carries it (``message_end``,
+``turn_end``, ``agent_end``) holds the ``seq`` of that row instead (:func:`journal_row`),
+and :meth:`Journal.read_events` puts the message back, so readers get each event as its
+listeners got it. Rows with every message in full read the same.
+
 A run's events are written in batches (:class:`RunJournal`), one transaction each, in
 ``seq`` order: an event is written at the latest before anyone but the journal sees it,
 before the run runs a tool or waits for an approval, when the run ends, and within
@@ -27,7 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, TypeGuard
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -68,9 +74,9 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-_ROWS_PER_INSERT = 500
-"""Rows per ``INSERT`` statement of a batch (well under the databases' bound on
-parameters)."""
+_PER_STATEMENT = 500
+"""Rows per ``INSERT`` statement of a batch, and per ``IN`` list of a read (well under
+the databases' bound on parameters)."""
 
 FLUSH_INTERVAL_S = 0.05
 """The longest an event waits to be written while nothing else writes it (seconds): how
@@ -99,10 +105,24 @@ def _retrying(write: Callable[[], Any], window_s: float) -> Any:
 _ENTRIES = frozenset({"message", "messages", "tool_results"})
 """The event fields that hold transcript entries (one, or a tuple)."""
 
+Stored = dict[int, tuple[Any, int]]
+"""What one execution of a run journaled in full: ``id(message)`` -> the message (held, so
+its id is not reused) and the ``seq`` of the row whose ``message`` field holds it."""
 
-def _event_json(event: Any) -> dict[str, Any]:
+
+def _entry(message: Any, stored: Stored) -> Any:
+    """``message`` as a journal row holds it: the ``seq`` of the row that holds it in full
+    if there is one, else its encoding."""
+    held = stored.get(id(message))
+    if held is not None and held[0] is message:
+        return held[1]
+    return encode_message(message)
+
+
+def _event_json(event: Any, stored: Stored) -> dict[str, Any]:
     """``event`` as JSON data, its transcript entries in the form session files keep
-    (:func:`~mainspring.message_json.encode_message`)."""
+    (:func:`~mainspring.message_json.encode_message`), or as the ``seq`` of the row that
+    holds them in full (see :func:`journal_row`)."""
     names = [item.name for item in dataclasses.fields(event)]
     if _ENTRIES.isdisjoint(names):
         return event_to_dict(event)
@@ -114,33 +134,89 @@ def _event_json(event: Any) -> dict[str, Any]:
             data[name] = value
         elif name in _ENTRIES:
             many = isinstance(value, tuple | list)
-            data[name] = [encode_message(m) for m in value] if many else encode_message(value)
+            data[name] = [_entry(m, stored) for m in value] if many else _entry(value, stored)
         else:
             whole = whole or event_to_dict(event)
             data[name] = whole[name]
+    if isinstance(data.get("message"), dict):
+        stored[id(event.message)] = (event.message, event.seq)
     return data
 
 
-def journal_row(event: Any) -> dict[str, Any]:
+def journal_row(event: Any, stored: Stored | None = None) -> dict[str, Any]:
     """The journal row of ``event``: its body is a ``message_update`` as ``[turn, delta]``
-    (a text delta as its text alone), any other event whole."""
+    (a text delta as its text alone), any other event whole, except that a transcript
+    entry already held in full by a row of ``stored`` (an earlier row of the same
+    execution, written before this one) is the ``seq`` of that row; ``stored`` learns the
+    message this row holds in full. Readers put the message back (:meth:`Journal.read_events`)."""
     if event.type == "message_update":
         delta = event.delta
         kept = delta.text if isinstance(delta, TextDelta) else delta_to_dict(delta)
         body = json.dumps([event.turn, kept], ensure_ascii=False, separators=(",", ":"))
     else:
-        body = json.dumps(_event_json(event), ensure_ascii=False, separators=(",", ":"))
+        data = _event_json(event, {} if stored is None else stored)
+        body = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return {"run_id": event.run_id, "seq": event.seq, "type": event.type, "body": body}
 
 
 def _event(run_id: str, seq: int, kind: str, body: str) -> dict[str, Any]:
-    """The JSON dict of a journal row (a ``message_update`` without its partial message)."""
+    """The JSON dict of a journal row (a ``message_update`` without its partial message;
+    entries held by reference still references)."""
     data = json.loads(body)
     if kind != "message_update":
-        return cast(dict[str, Any], data)
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"journal row {seq} of run {run_id} is not an event; the journal was changed "
+                "outside mainspring"
+            )
+        data["seq"] = seq  # the row's key: a reader resumes after it
+        return data
     turn, kept = data
     delta = {"type": "text_delta", "text": kept} if isinstance(kept, str) else kept
     return {"type": kind, "seq": seq, "run_id": run_id, "turn": turn, "delta": delta}
+
+
+def _is_reference(value: Any) -> TypeGuard[int]:
+    """Whether a transcript entry of a row is a reference (a ``seq``), not a message."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _references(event: dict[str, Any]) -> set[int]:
+    """The ``seq`` of every row ``event``'s transcript entries are held by."""
+    found: set[int] = set()
+    for name in _ENTRIES:
+        value = event.get(name)
+        for item in value if isinstance(value, list) else (value,):
+            if _is_reference(item):
+                found.add(item)
+    return found
+
+
+def _resolve(run_id: str, event: dict[str, Any], held: dict[int, Any]) -> None:
+    """Put back, in place, the entries ``event`` holds by reference (``held``: ``seq`` ->
+    the ``message`` of that row, itself possibly a reference to an earlier row: rows two
+    executions of a run both wrote keep the first writer's); ``ValueError`` for a
+    reference to a row that holds no message."""
+
+    def entry(item: Any) -> Any:
+        value, hops = item, 0
+        while _is_reference(value):
+            found = held.get(value)
+            hops += 1
+            if found is None or hops > len(held):
+                raise ValueError(
+                    f"journal row {event.get('seq')} of run {run_id} refers to row {item}, "
+                    "which holds no message; the journal was changed outside mainspring"
+                )
+            value = found
+        return value
+
+    for name in _ENTRIES:
+        value = event.get(name)
+        if isinstance(value, list):
+            event[name] = [entry(item) for item in value]
+        elif value is not None:
+            event[name] = entry(value)
 
 
 class Journal:
@@ -196,8 +272,8 @@ class Journal:
         insert = self._insert
         # one statement per batch (a round trip each on PostgreSQL), a row already there kept
         statements = [
-            insert(_EVENTS).values(rows[start : start + _ROWS_PER_INSERT]).on_conflict_do_nothing()
-            for start in range(0, len(rows), _ROWS_PER_INSERT)
+            insert(_EVENTS).values(rows[start : start + _PER_STATEMENT]).on_conflict_do_nothing()
+            for start in range(0, len(rows), _PER_STATEMENT)
         ]
         mark = None
         if started_step is not None:
@@ -235,7 +311,10 @@ class Journal:
             return int(connection.execute(query).scalar() or 0)
 
     def read_events(self, run_id: str, after_seq: int = 0, limit: int | None = None) -> list[Any]:
-        """The run's journaled events with ``seq > after_seq``, in order, as JSON dicts."""
+        """The run's journaled events with ``seq > after_seq`` (at most ``limit``), in
+        order, as JSON dicts: each as its listeners got it, a message a row holds by
+        reference put back from the row that holds it (read too if it is not among them).
+        ``ValueError`` for a reference to a row that holds no message."""
         query = (
             sa.select(_EVENTS.c.seq, _EVENTS.c.type, _EVENTS.c.body)
             .where(_EVENTS.c.run_id == run_id, _EVENTS.c.seq > after_seq)
@@ -245,7 +324,30 @@ class Journal:
             query = query.limit(limit)
         with self.engine.connect() as connection:
             rows = connection.execute(query).all()
-        return [_event(run_id, seq, kind, body) for seq, kind, body in rows]
+            events = [_event(run_id, seq, kind, body) for seq, kind, body in rows]
+            held = {
+                seq: event["message"]
+                for (seq, _kind, _body), event in zip(rows, events, strict=True)
+                if "message" in event
+            }
+            wanted = set().union(*map(_references, events))
+            asked: set[int] = set()  # a row not found is not asked for again
+            while missing := sorted(wanted.difference(held, asked)):
+                asked.update(missing)
+                for start in range(0, len(missing), _PER_STATEMENT):
+                    chunk = missing[start : start + _PER_STATEMENT]
+                    found = sa.select(_EVENTS.c.seq, _EVENTS.c.type, _EVENTS.c.body).where(
+                        _EVENTS.c.run_id == run_id, _EVENTS.c.seq.in_(chunk)
+                    )
+                    for seq, kind, body in connection.execute(found):
+                        message = _event(run_id, seq, kind, body).get("message")
+                        if message is not None:
+                            held[seq] = message
+                wanted = {m for m in held.values() if _is_reference(m)}
+        for event in events:
+            if _references(event):
+                _resolve(run_id, event, held)
+        return events
 
 
 class RunJournal:
@@ -271,6 +373,7 @@ class RunJournal:
         self.execution = uuid.uuid4().hex
         self._fail = fail
         self._pending: list[dict[str, Any]] = []
+        self._stored: Stored = {}
         self._writing = asyncio.Lock()
         self._timer: asyncio.TimerHandle | None = None
         self._background: asyncio.Task[None] | None = None
@@ -279,7 +382,7 @@ class RunJournal:
 
     def record(self, event: Any) -> None:
         """Add ``event`` to the next batch (written within :attr:`interval_s`)."""
-        self._pending.append(journal_row(event))
+        self._pending.append(journal_row(event, self._stored))
         if self._timer is None and self._failure is None:
             loop = asyncio.get_running_loop()
             self._timer = loop.call_later(self.interval_s, self._flush_in_background)
@@ -342,6 +445,7 @@ class RunJournal:
     async def close(self) -> None:
         """Stop writing in the background (what is recorded and unwritten is dropped:
         nobody saw it, and a replay delivers it again)."""
+        self._stored.clear()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

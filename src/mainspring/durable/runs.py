@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,12 @@ from .serialization import JSON_ROWS
 __all__ = ["ApprovalRefused", "RunInfo", "Runs"]
 
 FINISHED = frozenset({"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
+
+FOLLOW_POLL_S = 0.2
+"""How often :meth:`Runs.follow` looks for new events while there are none (seconds)."""
+
+FOLLOW_PAGE = 1000
+"""The most journal rows :meth:`Runs.follow` reads at once (a long backlog in pages)."""
 
 
 class ApprovalRefused(ValueError):
@@ -271,6 +278,31 @@ class Runs:
     def events(self, run_id: str, after_seq: int = 0) -> builtins.list[dict[str, Any]]:
         """The run's journaled events after ``after_seq``, as JSON dicts, in order."""
         return self.journal.read_events(run_id, after_seq)
+
+    def follow(
+        self, run_id: str, after_seq: int = 0, poll_s: float = FOLLOW_POLL_S
+    ) -> Iterator[dict[str, Any]]:
+        """The run's journaled events after ``after_seq``, as JSON dicts, as they are
+        journaled: each once, in ``seq`` order, across any crash of its workers, until its
+        ``agent_end``, or until it settles without one. Each poll (every ``poll_s``
+        seconds while nothing is new) reads the run's status and only the journal rows
+        after the last ``seq`` yielded, so following a run costs time linear in its
+        length. ``KeyError`` for an unknown run."""
+        seen = after_seq
+        while True:
+            settled = self._status(run_id) in FINISHED  # first: no event is missed after it
+            while True:
+                page = self.journal.read_events(run_id, seen, limit=FOLLOW_PAGE)
+                for event in page:
+                    seen = event["seq"]
+                    yield event
+                    if event["type"] == "agent_end":
+                        return
+                if len(page) < FOLLOW_PAGE:
+                    break
+            if settled:
+                return
+            time.sleep(poll_s)
 
     def result(self, run_id: str, timeout_s: float | None = None) -> dict[str, Any]:
         """Wait for the run to settle; its outcome (``reason``, ``detail``, ``turns``...).
