@@ -26,6 +26,7 @@ execution and has no checkpoint was in flight when the process died.
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import json
 import os
@@ -209,7 +210,7 @@ def _resolve(run_id: str, event: dict[str, Any], held: dict[int, Any]) -> None:
                     "which holds no message; the journal was changed outside mainspring"
                 )
             value = found
-        return value
+        return copy.deepcopy(value)  # each event its own dicts, as when written in full
 
     for name in _ENTRIES:
         value = event.get(name)
