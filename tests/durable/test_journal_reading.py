@@ -46,6 +46,7 @@ def test_following_a_run_fetches_each_journal_row_once(workers: Any) -> None:
     reads: list[tuple[int, int]] = []  # (after_seq asked for, last seq yielded by then)
     yielded = {"last": 0, "asked_at": -1}
     polled = threading.Event()
+    progress: list[Any] = []
 
     def statement(_conn: Any, _cursor: Any, text: str, params: Any, *_: Any) -> None:
         if "mainspring_run_events.seq >" not in text:
@@ -59,7 +60,17 @@ def test_following_a_run_fetches_each_journal_row_once(workers: Any) -> None:
     def approve() -> None:
         assert polled.wait(120), "the follower did not poll while the run waited"
         with Runs(workers.url) as other:
-            other.approve(run_id, "c1", "allow")
+            statements: list[str] = []
+            sa.event.listen(
+                other.journal.engine,
+                "before_cursor_execute",
+                lambda _conn, _cursor, text, *_: statements.append(text),
+            )
+            try:  # a running run: its progress without its journal (checked below)
+                progress.append(other.get(run_id))
+                progress.append([t for t in statements if "mainspring_run_events.seq >" in t])
+            finally:
+                other.approve(run_id, "c1", "allow")
 
     with Runs(workers.url) as runs:
         run_id = runs.submit(PROMPT)
@@ -79,6 +90,11 @@ def test_following_a_run_fetches_each_journal_row_once(workers: Any) -> None:
         sa.event.remove(runs.journal.engine, "before_cursor_execute", statement)
         journaled = runs.events(run_id)
     assert events == journaled
+    info, journal_reads = progress
+    asked = next(e["seq"] for e in events if e["type"] == "tool_approval_request")
+    ended = sum(1 for e in events if e["type"] == "turn_end" and e["seq"] < asked)
+    assert (info.status, info.turns, info.last_error) == ("PENDING", ended, None), info
+    assert journal_reads == []
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert events[-1]["type"] == "agent_end" and events[-1]["reason"] == "stop"
     check_event_grammar(_checkable(events))

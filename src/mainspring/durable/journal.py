@@ -257,6 +257,26 @@ class Journal:
             value = connection.execute(query).scalar()
         return int(value or 0)
 
+    def progress(self, run_id: str) -> tuple[int, str | None]:
+        """How far a run got, read without its journal: the turns ended so far, and the
+        ``error`` of its newest ``hook_error`` or ``retry`` (``None`` when there is none).
+        Two queries on the run's rows; no event body but that one is read."""
+        turns = sa.select(sa.func.count()).where(
+            _EVENTS.c.run_id == run_id, _EVENTS.c.type == "turn_end"
+        )
+        newest = (
+            sa.select(_EVENTS.c.seq, _EVENTS.c.type, _EVENTS.c.body)
+            .where(_EVENTS.c.run_id == run_id, _EVENTS.c.type.in_(("hook_error", "retry")))
+            .order_by(_EVENTS.c.seq.desc())
+            .limit(1)
+        )
+        with self.engine.connect() as connection:
+            count = int(connection.execute(turns).scalar() or 0)
+            row = connection.execute(newest).first()
+        if row is None:
+            return count, None
+        return count, str(_event(run_id, row.seq, row.type, row.body).get("error"))
+
     def write(
         self,
         run_id: str,

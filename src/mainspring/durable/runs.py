@@ -222,10 +222,8 @@ class Runs:
             model = (output.get("configuration") or {}).get("model")
             error = output.get("detail") if reason in ("error", "aborted") else None
         else:
-            events = self.journal.read_events(status.workflow_id)
-            turns = sum(1 for event in events if event["type"] == "turn_end")
+            turns, error = self.journal.progress(status.workflow_id)
             reason, model = None, spec.get("model")
-            error = _last_error(events)
         if status.error is not None:
             error = f"{type(status.error).__name__}: {status.error}"
         return RunInfo(
@@ -328,10 +326,3 @@ def _spec(inputs: Any) -> dict[str, Any]:
         if isinstance(first, dict):
             return first
     return {}
-
-
-def _last_error(events: list[dict[str, Any]]) -> str | None:
-    for event in reversed(events):
-        if event["type"] in ("hook_error", "retry"):
-            return str(event.get("error"))
-    return None
