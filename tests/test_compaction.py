@@ -793,3 +793,20 @@ async def test_a_compaction_is_recorded_in_the_session_file(tmp_path: Any) -> No
 
     resumed = Agent.from_session(path, provider=FauxProvider(), autoload=False)
     assert list(resumed.state.messages) == list(agent.state.messages)
+
+
+async def test_a_counter_without_an_opinion_leaves_the_builtin_estimate() -> None:
+    """A ``count_tokens`` plugin returning ``None`` changes nothing: compaction starts at
+    the same size as with no counter at all, measured by the kernel's estimate."""
+
+    class NoOpinion:
+        @hookimpl
+        def count_tokens(self, messages):
+            return None
+
+    _, alone, _ = await run([faux.text("hi")])
+    _, counted, _ = await run([faux.text("hi")], plugins=(NoOpinion(),))
+
+    before = [event.tokens_before for event in alone.of_type("compaction_start")]
+    assert before and before[0] > THRESHOLD
+    assert [event.tokens_before for event in counted.of_type("compaction_start")] == before

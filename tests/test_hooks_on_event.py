@@ -107,6 +107,43 @@ async def test_every_implementation_is_called_in_order() -> None:
     assert log == [(label, t) for t in recorder.types() for label in per_event]
 
 
+async def test_what_an_observer_returns_is_ignored_and_the_next_ones_still_see_the_event() -> None:
+    """Observers that answer (a value, an awaitable) between quiet ones: every observer,
+    in order, sees every event; a returned value changes nothing."""
+    log: list[tuple[str, int]] = []
+
+    def observer(label: str, answer: str) -> Any:
+        class Observer:
+            name = label
+
+            if answer == "async":
+
+                @hookimpl
+                async def on_event(self, event):
+                    log.append((label, event.seq))
+
+            else:
+
+                @hookimpl
+                def on_event(self, event):
+                    log.append((label, event.seq))
+                    return "a value" if answer == "value" else None
+
+        return Observer()
+
+    plugins = [
+        observer("quiet-2", "none"),
+        observer("async", "async"),
+        observer("value", "value"),
+        observer("quiet-1", "none"),
+    ]
+    _, recorder, _ = await run_agent(plugins, TOOL_RUN)
+
+    order = ["quiet-1", "value", "async", "quiet-2"]
+    assert log == [(label, e.seq) for e in recorder.events for label in order]
+    recorder.check_grammar()
+
+
 async def test_on_event_gets_the_agent_and_the_runs_signal() -> None:
     seen: list[tuple[Any, Any]] = []
 

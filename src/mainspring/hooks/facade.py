@@ -2,8 +2,8 @@
 
 The engine never calls ``pm.hook.x(...)``; it calls the methods of :class:`Hooks`. Each
 method is the hook's combining rule (:class:`~mainspring.contract.table.Combine`) written as a
-loop over the hook's compiled plan (:mod:`mainspring.hooks.plan`); every implementation is
-called by one function, :meth:`Hooks.call`, and every exception is classified by one
+loop over the hook's compiled plan (:mod:`mainspring.hooks.plan`) driven by one function,
+:meth:`Hooks._drive`, and every exception is classified by one
 function, :func:`~mainspring.hooks.failures.failure_of` (after
 :func:`~mainspring.hooks.failures.passes_through`). What a failure or a stall then means is
 the hook's row of the table; ``report`` callbacks turn a contained failure into a
@@ -27,7 +27,7 @@ from ..tools import ToolResult
 from ..workers import Owned, in_daemon_thread
 from .failures import failure_of, kernel_finding, passes_through, stalled, timed_out
 from .guard import Guard
-from .plan import HookRelay, Implementation
+from .plan import HookRelay, Implementation, call_while_quiet
 
 if TYPE_CHECKING:
     from ..messages import ToolCall
@@ -112,6 +112,8 @@ class _Gating:
             return GateDecision(
                 False, asked=(plugin, reasons), rule=rule, edited_by=edited, call=call, args=args
             )
+        if not edited:
+            return _ALLOWED
         return GateDecision(False, edited_by=edited, call=call, args=args)
 
 
@@ -253,64 +255,76 @@ class Hooks:
         absorb: Absorb,
         failed: Failed,
         deadline: float | None = None,
-        plan: tuple[Implementation, ...] | None = None,
+        span: tuple[int, int] | None = None,
+        quiet: Any = None,
     ) -> Any:
         """Call ``hook``'s implementations in plan order; the final ``carry``.
 
         For each implementation: ``args_of`` is its arguments (or ``args_of(carry)``
         gives them), and ``absorb(impl, carry, result)`` (pure computing: it may run in a
-        worker thread) folds a result that is not ``None`` in, returning ``(carry,
-        stop)``; ``stop`` ends the calls (``None`` is "no opinion" for every hook: the
-        carry stays, the calls go on). A
-        failure (an exception, garbage caught by ``absorb``, a timeout, a stall) is
-        classified once and handed to ``await failed(error, carry)``, which reports it and
-        returns ``(carry, go_on)``. Awaitable results are awaited under the run's guard
-        with ``hooks.timeout_s`` (or until ``deadline``, the loop's clock). ``plan``, when
-        given, is the part of the hook's plan to call.
+        worker thread) folds a result that is not ``None`` (nor ``quiet``, the hook's
+        other "no opinion" value) in, returning ``(carry, stop)``; ``stop`` ends the
+        calls (``None`` is "no opinion" for every hook: the carry stays, the calls go
+        on). A failure (an exception, garbage caught by ``absorb``, a timeout, a stall)
+        is classified once and handed to ``await failed(error, carry)``, which reports it
+        and returns ``(carry, go_on)``. Awaitable results are awaited under the run's
+        guard with ``hooks.timeout_s`` (or until ``deadline``, the loop's clock).
+        ``span``, when given, is the ``(start, end)`` part of the hook's plan to call.
 
+        Implementations called on the loop are called by
+        :func:`~mainspring.hooks.plan.call_while_quiet` while they have no opinion.
         Consecutive *threaded* implementations (a plugin's plain ``def``) run in one
         worker-thread hand-over, in order, with ``absorb`` between them: they share one
         deadline, and if it passes, the one running then is blamed (stalled) and the
         ones after it are called in a new hand-over.
         """
-        if plan is None:
-            plan = self.relay.plan(hook)
-        count = len(plan)
+        compiled = self.relay.calls(hook)
+        plan, calls, loop_until = compiled.plan, compiled.calls, compiled.loop_until
+        index, count = (0, len(plan)) if span is None else span
         guard = self.guard
+        blamed = guard.stalled
         fixed = args_of if type(args_of) is tuple else None
         timeout = self.timeout_s
-        index = 0
         while index < count:
             impl = plan[index]
-            if deadline is not None:
-                timeout = max(deadline - asyncio.get_running_loop().time(), 0.0)
-            if guard.stalled and id(impl) in guard.stalled:
+            if blamed and id(impl) in blamed:
                 index += 1
                 if HOOKS[hook].on_stall is not Failure.SKIP:
                     carry, go_on = await failed(stalled(hook, impl.plugin), carry)
                     if not go_on:
                         return carry
                 continue
+            if deadline is not None:
+                timeout = max(deadline - asyncio.get_running_loop().time(), 0.0)
             if impl.threaded:
                 end = index + 1
-                while end < count and plan[end].threaded and id(plan[end]) not in guard.stalled:
+                while end < count and plan[end].threaded and id(plan[end]) not in blamed:
                     end += 1
                 index, carry, stop, error = await self._segment(
                     hook, plan[index:end], index, carry, args_of, absorb, timeout
                 )
             else:
+                # on the loop: every quiet implementation up to the next threaded one (one
+                # at a time once some implementation stalled: each is checked first)
+                end = index + 1 if blamed else min(loop_until[index], count)
+                args = fixed if fixed is not None else args_of(carry)  # type: ignore[operator]
+                index, result, raised = call_while_quiet(calls, args, index, end, quiet)
+                if index == end:
+                    continue
+                impl = plan[index]
                 index += 1
+                stop = False
                 try:
-                    result = impl.call(fixed if fixed is not None else args_of(carry))  # type: ignore[operator]
-                    if impl.awaits or (result is not None and inspect.isawaitable(result)):
+                    if raised is not None:
+                        raise raised
+                    if impl.awaits or inspect.isawaitable(result):
                         result = await guard.watch(result, impl, timeout)
                     error = None
-                    if result is None:
+                    if result is None or result is quiet:
                         continue
                     carry, stop = absorb(impl, carry, result)
-                except BaseException as raised:
-                    error = self._classify(hook, impl, raised)
-                    stop = False
+                except BaseException as failure:
+                    error = self._classify(hook, impl, failure)
             if error is not None:
                 carry, go_on = await failed(error, carry)
                 if not go_on:
@@ -418,20 +432,21 @@ class Hooks:
             await report(error, "skipped; its input was passed on unchanged")
             return current, True
 
+        span = None
         if sendable and last.trusted:
             # the built-in converter would hand messages known to be sendable back
             # unchanged: it is called only if a plugin's converter changed them
-            plugins = plan[:-1]
+            plugins = (0, len(plan) - 1)
             converted: tuple[Any, ...] = await self._drive(
-                hook, messages, args_of, absorb, failed, plan=plugins
+                hook, messages, args_of, absorb, failed, span=plugins
             )
             if converted is messages:
                 return messages
-            plan = (last,)
+            span = (len(plan) - 1, len(plan))
         else:
             converted = messages
         result: tuple[Any, ...] = await self._drive(
-            hook, converted, args_of, absorb, failed, plan=plan
+            hook, converted, args_of, absorb, failed, span=span
         )
         return result
 
@@ -463,12 +478,17 @@ class Hooks:
     ) -> int:
         """The first non-``None`` count; ``fallback(messages)`` when every one fails.
 
-        ``known()`` is the built-in estimate of ``messages`` kept by the kernel: when only
-        the built-in implementation is left to ask, it is the answer.
+        ``known()`` is the built-in estimate of ``messages`` kept by the kernel: the
+        built-in implementation (which answers last) is then not asked, and when no
+        plugin answers, ``known()`` is the answer.
         """
-        plan = self.relay.plan("count_tokens")
-        if known is not None and all(impl.trusted for impl in plan):
-            return known()
+        span = None
+        if known is not None:
+            # the kernel's fallbacks sort last: the plugins are the plan's head
+            plugins = self.relay.calls("count_tokens").plugins
+            if not plugins:
+                return known()
+            span = (0, plugins)
         args = (messages, model)
 
         def absorb(impl: Implementation, count: Any, result: Any) -> tuple[Any, bool]:
@@ -482,8 +502,10 @@ class Hooks:
             await report(error, "ignored; the built-in estimate was used")
             return None, True
 
-        counted = await self._drive("count_tokens", None, args, absorb, failed)
-        return fallback(messages) if counted is None else int(counted)
+        counted = await self._drive("count_tokens", None, args, absorb, failed, span=span)
+        if counted is None:
+            return known() if known is not None else fallback(messages)
+        return int(counted)
 
     async def compact(
         self,
@@ -747,7 +769,9 @@ class Hooks:
         async def failed(error: HookError, stop: Any) -> tuple[Any, bool]:
             raise error
 
-        return bool(await self._drive("should_stop_after_turn", False, args, absorb, failed))
+        return bool(
+            await self._drive("should_stop_after_turn", False, args, absorb, failed, quiet=False)
+        )
 
     async def prepare_next_turn(
         self,

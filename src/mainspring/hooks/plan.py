@@ -16,6 +16,11 @@ specialisation is chosen here, from the implementation's signature and the hook'
 - a plugin's plain ``def`` of a *threaded* hook is marked ``threaded``: the hook facade
   calls it in a worker thread (see :mod:`mainspring.workers`).
 
+Beside each plan, :meth:`HookRelay.calls` keeps the compiled calls as one tuple and, for
+each position, where the run of implementations called on the loop from there ends: the
+hot path calls such a run with :func:`call_while_quiet`, one tight loop that stops only at
+the first answer, failure or awaitable (the usual "no opinion" costs one call each).
+
 Plans are cached until a plugin is registered or unregistered (:meth:`HookRelay.invalidate`).
 """
 
@@ -32,8 +37,10 @@ from ..contract.markers import is_nonblocking, is_redactor, wanted_predicate
 from ..contract.table import HOOKS
 
 __all__ = [
+    "Calls",
     "HookRelay",
     "Implementation",
+    "call_while_quiet",
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -69,6 +76,60 @@ class Implementation:
     redactor: bool = False
     wanted: Callable[[Any], bool] | None = None
     """For an ``on_event`` observer marked :func:`observes_when`: its predicate."""
+
+
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class Calls:
+    """A plan's calls, for :func:`call_while_quiet`.
+
+    ``calls[i]`` is ``plan[i].call``; ``loop_until[i]`` is the end (exclusive) of the run
+    of implementations from ``i`` that are called on the loop (it is ``i`` where
+    ``plan[i]`` is threaded); ``plugins`` is how many implementations come before the
+    kernel's own fallbacks (which sort last).
+    """
+
+    plan: tuple[Implementation, ...]
+    calls: tuple[Call, ...]
+    loop_until: tuple[int, ...]
+    plugins: int
+
+    @classmethod
+    def of(cls, plan: tuple[Implementation, ...]) -> Calls:
+        until = [0] * len(plan)
+        end = len(plan)
+        for position in range(len(plan) - 1, -1, -1):
+            if plan[position].threaded:
+                end = position
+            until[position] = end
+        plugins = sum(not impl.trusted for impl in plan)
+        return cls(plan, tuple(impl.call for impl in plan), tuple(until), plugins)
+
+
+def call_while_quiet(
+    calls: tuple[Callable[[Any], Any], ...],
+    argument: Any,
+    start: int,
+    end: int,
+    quiet: Any = None,
+) -> tuple[int, Any, BaseException | None]:
+    """Call ``calls[start:end]`` with ``argument`` in order while each returns ``None``
+    (or ``quiet``, a second "no opinion" value): ``(position, result, raised)``.
+
+    ``position`` is where it stopped: ``end`` when every call was quiet, else the call
+    that answered (``result``, which may be an awaitable to await) or raised (``raised``,
+    whatever it was; the caller classifies it). The one loop every hot hook path shares.
+    """
+    position = start
+    try:
+        for call in calls[start:end]:
+            result = call(argument)
+            if result is not None and result is not quiet:
+                return position, result, None
+            position += 1
+    except BaseException as raised:  # handed to the caller, which classifies it
+        return position, None, raised
+    return position, None, None
 
 
 # -- the specialisations ------------------------------------------------------------------
@@ -206,6 +267,7 @@ class HookRelay:
 
     __slots__ = (
         "_builtins",
+        "_calls",
         "_fallbacks",
         "_granted",
         "_plans",
@@ -229,6 +291,7 @@ class HookRelay:
         self._builtins = builtins | fallbacks
         self._granted: Mapping[str, frozenset[str] | None] = granted if granted is not None else {}
         self._plans: dict[str, tuple[Implementation, ...]] = {}
+        self._calls: dict[str, Calls] = {}
         self._takes: dict[tuple[str, str], bool] = {}
         self.version = 0
         """Increases at every :meth:`invalidate`: a plan built from an older one is stale."""
@@ -236,6 +299,7 @@ class HookRelay:
     def invalidate(self) -> None:
         """Forget the compiled plans (``version`` changes, so users of a plan rebuild)."""
         self._plans.clear()
+        self._calls.clear()
         self._takes.clear()
         self.version += 1
 
@@ -245,6 +309,13 @@ class HookRelay:
         if cached is None:
             cached = self._plans[hook] = self._compile(hook)
         return cached
+
+    def calls(self, hook: str) -> Calls:
+        """``hook``'s plan as :class:`Calls` (cached with the plan)."""
+        known = self._calls.get(hook)
+        if known is None:
+            known = self._calls[hook] = Calls.of(self.plan(hook))
+        return known
 
     def takes(self, hook: str, argument: str) -> bool:
         """Whether some implementation of ``hook`` takes the spec argument ``argument``

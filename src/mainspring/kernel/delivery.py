@@ -3,7 +3,10 @@
 A subscriber (``agent.subscribe(listener)``) is called ``listener(event, signal)``; an
 observer is an ``on_event`` implementation called with the leading run of ``(event,
 agent, signal)`` it asks for. Both are steps of one *delivery plan*, rebuilt only when the
-subscribers or the plugins change, and called in order, one event at a time.
+subscribers or the plugins change, and called in order, one event at a time: each step is
+compiled to a call taking the event alone, and the plan is called by
+:func:`~mainspring.hooks.plan.call_while_quiet` (one tight loop while steps return
+nothing, the usual case).
 
 Delivery is synchronous until a step returns an awaitable: then the rest of the delivery
 is returned as an awaitable for the caller to await before it goes on (``None`` when every
@@ -25,7 +28,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from ..contract.errors import HookError, HookTimeoutError, StopRun
 from ..hooks.failures import failure_of, passes_through
-from ..hooks.plan import HookRelay
+from ..hooks.plan import HookRelay, Implementation, call_while_quiet
 from ..logs import get_logger
 from ..signal import RunAborted
 
@@ -37,24 +40,22 @@ __all__ = ["Delivery", "ListenerError"]
 
 log = get_logger("mainspring.kernel")
 
-# (function, how, awaits, owner): ``owner`` is the observer's Implementation or the
-# subscriber itself; ``how`` says how ``function`` is called (the hot loop's only branch)
-_Step = tuple[Callable[..., Any], int, bool, Any]
-
-_ARGS = 0
-"""``function((event, agent, signal))``: an observer's compiled call."""
-_EVENT = 1
-"""``function(event)``: an observer taking the event alone (the usual case)."""
-_LISTENER = 2
-"""``function(event, signal)``: a subscriber."""
+Step = Callable[[Any], Any]
+"""One step of a delivery plan: called with the event."""
 
 
-def _call(function: Callable[..., Any], how: int, args: tuple[Any, ...]) -> Any:
-    if how == _EVENT:
-        return function(args[0])
-    if how == _LISTENER:
-        return function(args[0], args[2])
-    return function(args)
+def _to_listener(listener: Any, signal: AbortSignal) -> Step:
+    """A subscriber as a step: ``listener(event, signal)``."""
+    return lambda event: listener(event, signal)
+
+
+def _to_observer(impl: Implementation, agent: Any, signal: AbortSignal) -> Step:
+    """An ``on_event`` observer as a step: the event alone (the usual case) passed
+    straight to its function, else its compiled call with ``(event, agent, signal)``."""
+    if impl.leading == 1:
+        return impl.function
+    call = impl.call
+    return lambda event: call((event, agent, signal))
 
 
 class ListenerError(Exception):
@@ -117,10 +118,12 @@ class Delivery:
         :class:`~mainspring.RunOptions`); set before the first event."""
         self._listeners: tuple[Any, ...] | None = None
         self._version = -1
-        self._plan: tuple[_Step, ...] = ()
+        self._plan: tuple[tuple[Step, ...], tuple[Any, ...]] = ((), ())
 
-    def plan(self, listeners: tuple[Any, ...]) -> tuple[_Step, ...]:
-        """The delivery plan for ``listeners`` then the current observers (cached).
+    def plan(self, listeners: tuple[Any, ...]) -> tuple[tuple[Step, ...], tuple[Any, ...]]:
+        """The delivery plan for ``listeners`` then the current observers (cached):
+        ``(calls, owners)``, where ``calls[i](event)`` delivers to ``owners[i]`` (the
+        subscriber itself, or the observer's :class:`Implementation`).
 
         An observer marked :func:`~mainspring.contract.markers.observes_when` is left out of
         the plan while its predicate says it has nothing to do for this agent.
@@ -128,76 +131,77 @@ class Delivery:
         relay = self.relay
         if listeners is self._listeners and relay.version == self._version:
             return self._plan
+        agent, signal = self.agent, self.signal
         first = () if self.recorder is None else (self.recorder,)
-        steps: list[_Step] = [
-            (listener, _LISTENER, False, listener) for listener in (*first, *listeners)
-        ]
-        agent = self.agent
-        steps.extend(
-            (impl.function, _EVENT, impl.awaits, impl)
-            if impl.leading == 1
-            else (impl.call, _ARGS, impl.awaits, impl)
-            for impl in relay.plan("on_event")
-            if impl.wanted is None or impl.wanted(agent)
-        )
-        self._listeners, self._version, self._plan = listeners, relay.version, tuple(steps)
+        owners: list[Any] = [*first, *listeners]
+        calls: list[Step] = [_to_listener(listener, signal) for listener in owners]
+        for impl in relay.plan("on_event"):
+            if impl.wanted is None or impl.wanted(agent):
+                owners.append(impl)
+                calls.append(_to_observer(impl, agent, signal))
+        self._listeners, self._version = listeners, relay.version
+        self._plan = (tuple(calls), tuple(owners))
         return self._plan
 
     def deliver(self, event: Any, listeners: tuple[Any, ...]) -> Awaitable[None] | None:
         """Deliver ``event`` to every step; see the module for the failure semantics."""
         if event.seq <= self.quiet_through:
             return None
-        plan = self.plan(listeners)
-        args = (event, self.agent, self.signal)
+        calls, owners = self.plan(listeners)
         skipped = self.guard.stalled
         failure: BaseException | None = None
-        for position, (function, how, awaits, owner) in enumerate(plan):
-            if skipped and id(owner) in skipped:
+        position, count = 0, len(calls)
+        while position < count:
+            end = count
+            if skipped:  # one step at a time: a stalled one is not called again
+                if id(owners[position]) in skipped:
+                    position += 1
+                    continue
+                end = position + 1
+            position, result, raised = call_while_quiet(calls, event, position, end)
+            if position == end:
                 continue
-            try:
-                result = function(event) if how == _EVENT else _call(function, how, args)
-                if awaits or (result is not None and inspect.isawaitable(result)):
-                    return self._rest(args, plan, position, result, failure)
-            except BaseException as raised:
-                failure = self._failed(owner, how == _LISTENER, event, raised, failure)
+            if raised is not None:
+                failure = self._failed(owners[position], event, raised, failure)
+            elif inspect.isawaitable(result):
+                return self._rest(event, position, result, failure)
+            position += 1
         if failure is not None:
             raise failure
         return None
 
     async def _rest(
         self,
-        args: tuple[Any, ...],
-        plan: tuple[_Step, ...],
+        event: Any,
         position: int,
         pending: Awaitable[Any],
         failure: BaseException | None,
     ) -> None:
         """The rest of :meth:`deliver` from the step at ``position``, which is pending."""
+        calls, owners = self._plan
         guard, timeout = self.guard, self.timeout_s
         watch = guard.watch
-        event = args[0]
-        _, how, _, owner = plan[position]
         try:
-            await watch(pending, owner, timeout)
+            await watch(pending, owners[position], timeout)
         except BaseException as raised:
-            failure = self._failed(owner, how == _LISTENER, event, raised, failure)
+            failure = self._failed(owners[position], event, raised, failure)
         skipped = guard.stalled
-        for function, how, awaits, owner in plan[position + 1 :]:
+        for step in range(position + 1, len(calls)):
+            owner = owners[step]
             if skipped and id(owner) in skipped:
                 continue
             try:
-                result = _call(function, how, args)
-                if awaits or (result is not None and inspect.isawaitable(result)):
+                result = calls[step](event)
+                if result is not None and inspect.isawaitable(result):
                     await watch(result, owner, timeout)
             except BaseException as raised:
-                failure = self._failed(owner, how == _LISTENER, event, raised, failure)
+                failure = self._failed(owner, event, raised, failure)
         if failure is not None:
             raise failure
 
     def _failed(
         self,
         owner: Any,
-        listener: bool,
         event: Any,
         raised: BaseException,
         failure: BaseException | None,
@@ -208,6 +212,7 @@ class Delivery:
             return failure if self.failing else (failure or raised)
         if not isinstance(raised, StopRun) and passes_through(raised, self.guard):
             raise raised
+        listener = not isinstance(owner, Implementation)
         name = listener_name(owner) if listener else owner.plugin
         hook = "listener" if listener else "on_event"
         if isinstance(raised, HookTimeoutError) or id(owner) in self.guard.stalled:
