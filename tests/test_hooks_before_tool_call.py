@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mainspring import Agent, Block, StopRun, hookimpl, tool
+from mainspring import Agent, Block, StopRun, hookimpl, nonblocking, tool
 from mainspring.testing import EventRecorder, FauxProvider, faux, scripted_run
 
 executed: list[str] = []
@@ -429,3 +429,52 @@ async def test_stop_run_from_a_gate_ends_the_run_and_every_call_gets_a_result(
     assert len(provider.requests) == 1
     assert recorder.of_type("hook_error") == []
     assert agent.state.pending_tool_calls == frozenset()
+
+
+@pytest.mark.parametrize("blocker", [0, 62, 63, 64, 69])
+async def test_among_seventy_gates_the_blocking_one_decides_wherever_it_sits(
+    blocker: int,
+) -> None:
+    """Seventy quiet gates called on the loop, taking different arguments (one of them an
+    ``async def``), one of which blocks: every gate before it is asked once, none after it,
+    and the call is refused in its name."""
+    asked: list[int] = []
+
+    def gate(index: int) -> Any:
+        def answer() -> Any:
+            asked.append(index)
+            return Block("no") if index == blocker else None
+
+        class Gate:
+            name = f"gate-{index:02d}"
+
+            if index == 66:
+
+                @hookimpl
+                async def before_tool_call(self, call, args, tool):
+                    return answer()
+
+            elif index % 2:
+
+                @hookimpl
+                @nonblocking
+                def before_tool_call(self, tool, call):
+                    return answer()
+
+            else:
+
+                @hookimpl
+                @nonblocking
+                def before_tool_call(self, call):
+                    return answer()
+
+        return Gate()
+
+    # the last plugin registered is asked first
+    _, recorder, _ = await run_agent([gate(i) for i in reversed(range(70))], ONE_CALL)
+
+    assert asked == list(range(blocker + 1))
+    assert executed == []
+    (decision,) = recorder.of_type("tool_decision")
+    assert (decision.decision, decision.plugin) == ("block", f"gate-{blocker:02d}")
+    recorder.check_grammar()

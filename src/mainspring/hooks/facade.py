@@ -27,7 +27,8 @@ from ..tools import ToolResult
 from ..workers import Owned, in_daemon_thread
 from .failures import failure_of, kernel_finding, passes_through, stalled, timed_out
 from .guard import Guard
-from .plan import HookRelay, Implementation, call_while_quiet
+from .plan import HookRelay, Implementation
+from .scan import scan
 
 if TYPE_CHECKING:
     from ..messages import ToolCall
@@ -272,14 +273,14 @@ class Hooks:
         ``span``, when given, is the ``(start, end)`` part of the hook's plan to call.
 
         Implementations called on the loop are called by
-        :func:`~mainspring.hooks.plan.call_while_quiet` while they have no opinion.
+        :func:`~mainspring.hooks.scan.scan` while they have no opinion.
         Consecutive *threaded* implementations (a plugin's plain ``def``) run in one
         worker-thread hand-over, in order, with ``absorb`` between them: they share one
         deadline, and if it passes, the one running then is blamed (stalled) and the
         ones after it are called in a new hand-over.
         """
         compiled = self.relay.calls(hook)
-        plan, calls, loop_until = compiled.plan, compiled.calls, compiled.loop_until
+        plan, steps, loop_until = compiled.plan, compiled.steps, compiled.loop_until
         index, count = (0, len(plan)) if span is None else span
         guard = self.guard
         blamed = guard.stalled
@@ -304,19 +305,24 @@ class Hooks:
                     hook, plan[index:end], index, carry, args_of, absorb, timeout
                 )
             else:
-                # on the loop: every quiet implementation up to the next threaded one (one
-                # at a time once some implementation stalled: each is checked first)
-                end = index + 1 if blamed else min(loop_until[index], count)
                 args = fixed if fixed is not None else args_of(carry)  # type: ignore[operator]
-                index, result, raised = call_while_quiet(calls, args, index, end, quiet)
-                if index == end:
-                    continue
+                result, raised = None, None
+                if not impl.awaits:
+                    # on the loop: every quiet implementation up to the next one that is
+                    # not (one at a time once some implementation stalled: each is
+                    # checked first)
+                    end = index + 1 if blamed else min(loop_until[index], count)
+                    index, result, raised = scan(steps, args, index, end, quiet)
+                    if index == end:
+                        continue
                 impl = plan[index]
                 index += 1
                 stop = False
                 try:
                     if raised is not None:
                         raise raised
+                    if result is None:  # an async def, not called by a scan
+                        result = impl.call(args)
                     if impl.awaits or inspect.isawaitable(result):
                         result = await guard.watch(result, impl, timeout)
                     error = None

@@ -16,10 +16,10 @@ specialisation is chosen here, from the implementation's signature and the hook'
 - a plugin's plain ``def`` of a *threaded* hook is marked ``threaded``: the hook facade
   calls it in a worker thread (see :mod:`mainspring.workers`).
 
-Beside each plan, :meth:`HookRelay.calls` keeps the compiled calls as one tuple and, for
-each position, where the run of implementations called on the loop from there ends: the
-hot path calls such a run with :func:`call_while_quiet`, one tight loop that stops only at
-the first answer, failure or awaitable (the usual "no opinion" costs one call each).
+Beside each plan, :meth:`HookRelay.calls` keeps it as :class:`Calls`: its implementations
+as :class:`~mainspring.hooks.scan.Steps` (the hot path calls a run of them with generated
+code that stops only at the first answer, failure or awaitable) and, for each position,
+where the run of implementations called on the loop from there ends.
 
 Plans are cached until a plugin is registered or unregistered (:meth:`HookRelay.invalidate`).
 """
@@ -35,12 +35,12 @@ import pluggy
 
 from ..contract.markers import is_nonblocking, is_redactor, wanted_predicate
 from ..contract.table import HOOKS
+from .scan import Steps
 
 __all__ = [
     "Calls",
     "HookRelay",
     "Implementation",
-    "call_while_quiet",
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -65,9 +65,10 @@ class Implementation:
     call: Call
     kwargnames: tuple[str, ...] = ()
     """The spec arguments it takes as parameters with a default (passed by keyword)."""
-    leading: int = -1
-    """How many leading spec arguments ``function`` takes as they are (-1: another
-    selection, or an agent view in their place): a hot loop may call ``function`` itself."""
+    positions: tuple[int, ...] | None = None
+    """The spec arguments ``function`` takes, by position, when it can be called with
+    them as they are (``None``: keywords, or an agent view in place of one): a hot path
+    may call ``function`` itself with ``args[p] for p in positions``."""
     awaits: bool = False
     threaded: bool = False
     """Called in a worker thread: a plugin's plain ``def`` of a threaded hook."""
@@ -77,20 +78,29 @@ class Implementation:
     wanted: Callable[[Any], bool] | None = None
     """For an ``on_event`` observer marked :func:`observes_when`: its predicate."""
 
+    @property
+    def step(self) -> tuple[Callable[..., Any], tuple[int, ...] | None]:
+        """This implementation as a :class:`~mainspring.hooks.scan.Steps` entry."""
+        if self.positions is None:
+            return self.call, None
+        return self.function, self.positions
+
 
 @final
 @dataclass(frozen=True, slots=True, eq=False)
 class Calls:
-    """A plan's calls, for :func:`call_while_quiet`.
+    """A plan as the hot path calls it (:mod:`mainspring.hooks.scan`).
 
-    ``calls[i]`` is ``plan[i].call``; ``loop_until[i]`` is the end (exclusive) of the run
-    of implementations from ``i`` that are called on the loop (it is ``i`` where
-    ``plan[i]`` is threaded); ``plugins`` is how many implementations come before the
-    kernel's own fallbacks (which sort last).
+    ``steps[i]`` calls ``plan[i]`` with the hook's spec-ordered argument tuple;
+    ``loop_until[i]`` is the end (exclusive) of the run of plain implementations from
+    ``i`` called on the loop (it is ``i`` where ``plan[i]`` is threaded or an ``async
+    def``: those are called one at a time, the first in a worker thread, the second
+    always answering with a coroutine); ``plugins``
+    is how many implementations come before the kernel's own fallbacks (which sort last).
     """
 
     plan: tuple[Implementation, ...]
-    calls: tuple[Call, ...]
+    steps: Steps
     loop_until: tuple[int, ...]
     plugins: int
 
@@ -99,37 +109,12 @@ class Calls:
         until = [0] * len(plan)
         end = len(plan)
         for position in range(len(plan) - 1, -1, -1):
-            if plan[position].threaded:
+            if plan[position].threaded or plan[position].awaits:
                 end = position
             until[position] = end
+        steps = Steps.of([impl.step for impl in plan])
         plugins = sum(not impl.trusted for impl in plan)
-        return cls(plan, tuple(impl.call for impl in plan), tuple(until), plugins)
-
-
-def call_while_quiet(
-    calls: tuple[Callable[[Any], Any], ...],
-    argument: Any,
-    start: int,
-    end: int,
-    quiet: Any = None,
-) -> tuple[int, Any, BaseException | None]:
-    """Call ``calls[start:end]`` with ``argument`` in order while each returns ``None``
-    (or ``quiet``, a second "no opinion" value): ``(position, result, raised)``.
-
-    ``position`` is where it stopped: ``end`` when every call was quiet, else the call
-    that answered (``result``, which may be an awaitable to await) or raised (``raised``,
-    whatever it was; the caller classifies it). The one loop every hot hook path shares.
-    """
-    position = start
-    try:
-        for call in calls[start:end]:
-            result = call(argument)
-            if result is not None and result is not quiet:
-                return position, result, None
-            position += 1
-    except BaseException as raised:  # handed to the caller, which classifies it
-        return position, None, raised
-    return position, None, None
+        return cls(plan, steps, tuple(until), plugins)
 
 
 # -- the specialisations ------------------------------------------------------------------
@@ -194,16 +179,17 @@ def compile_implementation(
     argnames = tuple(hookimpl.argnames)
     kwargnames = tuple(name for name in hookimpl.kwargnames if name in spec_argnames)
     positions = tuple(spec_argnames.index(name) for name in argnames)
-    leading = -1
+    direct_positions: tuple[int, ...] | None = None
     if not kwargnames and positions == tuple(range(len(positions))):
         direct = _leading(function, len(positions))
-        leading = len(positions)
     else:
         keywords = tuple((name, spec_argnames.index(name)) for name in kwargnames)
         direct = _selected(function, positions, keywords)
+    if not kwargnames:
+        direct_positions = positions
     if view is not None and "agent" in argnames + kwargnames:
         direct = _viewing(direct, spec_argnames.index("agent"), view)
-        leading = -1
+        direct_positions = None
     is_async = inspect.iscoroutinefunction(function)
     rules = HOOKS.get(hook)
     threaded = (
@@ -217,7 +203,7 @@ def compile_implementation(
         argnames=argnames,
         call=direct,
         kwargnames=kwargnames,
-        leading=leading,
+        positions=direct_positions,
         awaits=is_async,
         threaded=threaded,
         trusted=trusted,
@@ -228,6 +214,23 @@ def compile_implementation(
 
 _shared: dict[tuple[Any, ...], Implementation] = {}
 """Built-in implementations compiled once per process (see :func:`_builtin_implementation`)."""
+
+_shared_plans: dict[tuple[Implementation, ...], tuple[tuple[Implementation, ...], Calls]] = {}
+"""Plans made of shared built-in implementations only, and their :class:`Calls`: one
+object per distinct plan in the process (agents with the built-ins alone share them)."""
+
+
+def _interned(plan: tuple[Implementation, ...]) -> tuple[tuple[Implementation, ...], Calls]:
+    """``plan`` and its :class:`Calls`, shared process-wide when every implementation in
+    it is a shared built-in one (a bounded set of plans)."""
+    known = _shared_plans.get(plan)
+    if known is not None:
+        return known
+    made = (plan, Calls.of(plan))
+    shared = set(map(id, _shared.values()))
+    if all(id(impl) in shared for impl in plan):
+        _shared_plans[plan] = made
+    return made
 
 
 def _builtin_implementation(
@@ -307,15 +310,20 @@ class HookRelay:
         """The implementations of ``hook`` in call order, compiled (cached)."""
         cached = self._plans.get(hook)
         if cached is None:
-            cached = self._plans[hook] = self._compile(hook)
+            cached = self._learn(hook)[0]
         return cached
 
     def calls(self, hook: str) -> Calls:
         """``hook``'s plan as :class:`Calls` (cached with the plan)."""
         known = self._calls.get(hook)
         if known is None:
-            known = self._calls[hook] = Calls.of(self.plan(hook))
+            known = self._learn(hook)[1]
         return known
+
+    def _learn(self, hook: str) -> tuple[tuple[Implementation, ...], Calls]:
+        plan, calls = _interned(self._compile(hook))
+        self._plans[hook], self._calls[hook] = plan, calls
+        return plan, calls
 
     def takes(self, hook: str, argument: str) -> bool:
         """Whether some implementation of ``hook`` takes the spec argument ``argument``

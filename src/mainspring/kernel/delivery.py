@@ -3,10 +3,9 @@
 A subscriber (``agent.subscribe(listener)``) is called ``listener(event, signal)``; an
 observer is an ``on_event`` implementation called with the leading run of ``(event,
 agent, signal)`` it asks for. Both are steps of one *delivery plan*, rebuilt only when the
-subscribers or the plugins change, and called in order, one event at a time: each step is
-compiled to a call taking the event alone, and the plan is called by
-:func:`~mainspring.hooks.plan.call_while_quiet` (one tight loop while steps return
-nothing, the usual case).
+subscribers or the plugins change, and called in order, one event at a time, with
+``(event, agent, signal)``: the plan is :class:`~mainspring.hooks.scan.Steps`, called by
+generated code while the steps return nothing (the usual case).
 
 Delivery is synchronous until a step returns an awaitable: then the rest of the delivery
 is returned as an awaitable for the caller to await before it goes on (``None`` when every
@@ -28,7 +27,8 @@ from typing import TYPE_CHECKING, Any, final
 
 from ..contract.errors import HookError, HookTimeoutError, StopRun
 from ..hooks.failures import failure_of, passes_through
-from ..hooks.plan import HookRelay, Implementation, call_while_quiet
+from ..hooks.plan import HookRelay, Implementation
+from ..hooks.scan import Steps, scan
 from ..logs import get_logger
 from ..signal import RunAborted
 
@@ -40,22 +40,8 @@ __all__ = ["Delivery", "ListenerError"]
 
 log = get_logger("mainspring.kernel")
 
-Step = Callable[[Any], Any]
-"""One step of a delivery plan: called with the event."""
-
-
-def _to_listener(listener: Any, signal: AbortSignal) -> Step:
-    """A subscriber as a step: ``listener(event, signal)``."""
-    return lambda event: listener(event, signal)
-
-
-def _to_observer(impl: Implementation, agent: Any, signal: AbortSignal) -> Step:
-    """An ``on_event`` observer as a step: the event alone (the usual case) passed
-    straight to its function, else its compiled call with ``(event, agent, signal)``."""
-    if impl.leading == 1:
-        return impl.function
-    call = impl.call
-    return lambda event: call((event, agent, signal))
+_SUBSCRIBER = (0, 2)
+"""The positions in ``(event, agent, signal)`` a subscriber is called with."""
 
 
 class ListenerError(Exception):
@@ -118,12 +104,12 @@ class Delivery:
         :class:`~mainspring.RunOptions`); set before the first event."""
         self._listeners: tuple[Any, ...] | None = None
         self._version = -1
-        self._plan: tuple[tuple[Step, ...], tuple[Any, ...]] = ((), ())
+        self._plan: tuple[Steps, tuple[Any, ...]] = (Steps.of(()), ())
 
-    def plan(self, listeners: tuple[Any, ...]) -> tuple[tuple[Step, ...], tuple[Any, ...]]:
+    def plan(self, listeners: tuple[Any, ...]) -> tuple[Steps, tuple[Any, ...]]:
         """The delivery plan for ``listeners`` then the current observers (cached):
-        ``(calls, owners)``, where ``calls[i](event)`` delivers to ``owners[i]`` (the
-        subscriber itself, or the observer's :class:`Implementation`).
+        ``(steps, owners)``, where ``steps`` delivers to ``owners[i]`` (the subscriber
+        itself, or the observer's :class:`Implementation`).
 
         An observer marked :func:`~mainspring.contract.markers.observes_when` is left out of
         the plan while its predicate says it has nothing to do for this agent.
@@ -131,26 +117,29 @@ class Delivery:
         relay = self.relay
         if listeners is self._listeners and relay.version == self._version:
             return self._plan
-        agent, signal = self.agent, self.signal
+        agent = self.agent
         first = () if self.recorder is None else (self.recorder,)
         owners: list[Any] = [*first, *listeners]
-        calls: list[Step] = [_to_listener(listener, signal) for listener in owners]
+        steps: list[tuple[Callable[..., Any], tuple[int, ...] | None]] = [
+            (listener, _SUBSCRIBER) for listener in owners
+        ]
         for impl in relay.plan("on_event"):
             if impl.wanted is None or impl.wanted(agent):
                 owners.append(impl)
-                calls.append(_to_observer(impl, agent, signal))
+                steps.append(impl.step)
         self._listeners, self._version = listeners, relay.version
-        self._plan = (tuple(calls), tuple(owners))
+        self._plan = (Steps.of(steps), tuple(owners))
         return self._plan
 
     def deliver(self, event: Any, listeners: tuple[Any, ...]) -> Awaitable[None] | None:
         """Deliver ``event`` to every step; see the module for the failure semantics."""
         if event.seq <= self.quiet_through:
             return None
-        calls, owners = self.plan(listeners)
+        steps, owners = self.plan(listeners)
+        args = (event, self.agent, self.signal)
         skipped = self.guard.stalled
         failure: BaseException | None = None
-        position, count = 0, len(calls)
+        position, count = 0, len(owners)
         while position < count:
             end = count
             if skipped:  # one step at a time: a stalled one is not called again
@@ -158,13 +147,13 @@ class Delivery:
                     position += 1
                     continue
                 end = position + 1
-            position, result, raised = call_while_quiet(calls, event, position, end)
+            position, result, raised = scan(steps, args, position, end)
             if position == end:
                 continue
             if raised is not None:
                 failure = self._failed(owners[position], event, raised, failure)
             elif inspect.isawaitable(result):
-                return self._rest(event, position, result, failure)
+                return self._rest(args, owners, position, result, failure)
             position += 1
         if failure is not None:
             raise failure
@@ -172,28 +161,32 @@ class Delivery:
 
     async def _rest(
         self,
-        event: Any,
+        args: tuple[Any, ...],
+        owners: tuple[Any, ...],
         position: int,
         pending: Awaitable[Any],
         failure: BaseException | None,
     ) -> None:
-        """The rest of :meth:`deliver` from the step at ``position``, which is pending."""
-        calls, owners = self._plan
+        """The rest of :meth:`deliver` from the step at ``position``, which is pending
+        (each step called on its own: what is left is slow anyway)."""
         guard, timeout = self.guard, self.timeout_s
-        watch = guard.watch
+        event = args[0]
         try:
-            await watch(pending, owners[position], timeout)
+            await guard.watch(pending, owners[position], timeout)
         except BaseException as raised:
             failure = self._failed(owners[position], event, raised, failure)
         skipped = guard.stalled
-        for step in range(position + 1, len(calls)):
+        for step in range(position + 1, len(owners)):
             owner = owners[step]
             if skipped and id(owner) in skipped:
                 continue
             try:
-                result = calls[step](event)
+                if isinstance(owner, Implementation):
+                    result = owner.call(args)
+                else:  # a subscriber
+                    result = owner(event, args[2])
                 if result is not None and inspect.isawaitable(result):
-                    await watch(result, owner, timeout)
+                    await guard.watch(result, owner, timeout)
             except BaseException as raised:
                 failure = self._failed(owner, event, raised, failure)
         if failure is not None:
