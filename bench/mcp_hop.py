@@ -17,8 +17,9 @@ started on the agent's own loop (not how mainspring runs connections: they are s
 agents on any loop and must outlive each ``asyncio.run()``), called by an agent with
 :func:`~mainspring.mcp.runtime.call` replaced by a plain ``await``, and the SDK's round
 trip on that loop. It prints the medians and the ratio the ``mcp`` workload reports:
-(agent's MCP turn − native turn) / SDK round trip. A report, never a test; read it on a
-quiet machine, or read the interleaved medians.
+(agent's MCP turn − native turn) / SDK round trip, and each other side's ratio less the
+hop's, round by round (their median, and in how many rounds it is lower). A report,
+never a test; read it on a quiet machine, or read the per-round differences.
 """
 
 from __future__ import annotations
@@ -109,11 +110,11 @@ async def main(reps: int) -> None:
             sides["sdk"].append(await sdk_once("bench", settings.mcp.servers["bench"]))
             sides["native"].append(await native_once())
             sides["after"].append(await _agent_turns(settings, now))
+            sides["own-loop sdk"].append(await _sdk_here(own_session))
+            sides["own loop"].append(await _agent_turns(own_settings, _no_hop))
             sides["before"].append(await _agent_turns(settings, _before))
             sides["bare after"].append(await _bare(now))
             sides["bare before"].append(await _bare(_before))
-            sides["own-loop sdk"].append(await _sdk_here(own_session))
-            sides["own loop"].append(await _agent_turns(own_settings, _no_hop))
     finally:
         await release(own_connection)
         await holder.aclose()
@@ -125,6 +126,19 @@ async def main(reps: int) -> None:
         print(f"{side:8s}: MCP call through mainspring over the SDK's round trip {ratio:.2f}×")
     own_ratio = (median["own loop"] - median["native"]) / median["own-loop sdk"]
     print(f"own loop: no hop, over the SDK's round trip on that loop {own_ratio:.2f}×")
+    # each round's own ratios, compared within the round (the machine's drift cancels out)
+    per_round = {
+        side: [
+            (spent - native) / trip
+            for spent, native, trip in zip(sides[side], sides["native"], sides[sdk], strict=True)
+        ]
+        for side, sdk in (("after", "sdk"), ("before", "sdk"), ("own loop", "own-loop sdk"))
+    }
+    for side in ("before", "own loop"):
+        deltas = [x - y for x, y in zip(per_round[side], per_round["after"], strict=True)]
+        lower = sum(delta < 0 for delta in deltas)
+        print(f"{side} − after, per round: median {statistics.median(deltas):+.2f}× "
+              f"(lower in {lower} of {reps} rounds)")  # fmt: skip
 
 
 if __name__ == "__main__":
