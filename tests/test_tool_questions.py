@@ -3,11 +3,12 @@ no approver, a refusal or an allow without an answer declines."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
-from mainspring import Agent, Approval, Tool, ToolResult
+from mainspring import Agent, Approval, Tool, ToolResult, hookimpl
 from mainspring.questions import Answer, Question
 from mainspring.testing import (
     EventRecorder,
@@ -35,10 +36,10 @@ async def deploy(args: dict[str, Any], ctx: Any) -> ToolResult:
 DEPLOY = Tool(name="deploy", description="Deploy.", parameters={"type": "object"}, execute=deploy)
 
 
-async def run(*plugins: Any) -> tuple[str, EventRecorder]:
+async def run(*plugins: Any, tools: list[Tool] | None = None) -> tuple[str, EventRecorder]:
     provider = FauxProvider([faux.tool_call("deploy", {}), faux.text("ok")])
     agent = Agent(
-        model="faux:test", provider=provider, tools=[DEPLOY], plugins=list(plugins),
+        model="faux:test", provider=provider, tools=tools or [DEPLOY], plugins=list(plugins),
         autoload=False,
     )  # fmt: skip
     recorder = EventRecorder()
@@ -84,3 +85,47 @@ def test_a_form_must_be_flat(schema: Any) -> None:
 def test_a_url_question_needs_its_url() -> None:
     with pytest.raises(ValueError, match="url"):
         Question("x", "?", "url")
+
+
+class SlowPerson:
+    """An approver who takes ``delay_s`` to answer a question (a person reading it)."""
+
+    CAPABILITIES = ("approve",)
+    PLUGIN_NAME = "slow-person"
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+
+    @hookimpl
+    async def request_approval(self, requests: Any) -> dict[str, Approval]:
+        await asyncio.sleep(self.delay_s)
+        return {r.tool_call_id: Approval(True, content={"env": "staging"}) for r in requests}
+
+
+async def test_the_persons_time_does_not_count_against_the_tools_timeout() -> None:
+    """A tool whose ``timeout_s`` is shorter than the person takes to answer its question
+    still gets the answer: the deadline is held while the question waits."""
+    slow_deploy = Tool(
+        name="deploy", description="Deploy.", parameters={"type": "object"}, execute=deploy,
+        timeout_s=0.3,
+    )  # fmt: skip
+    text, _ = await run(SlowPerson(delay_s=0.6), tools=[slow_deploy])
+    assert text == "deployed to staging"
+
+
+async def test_the_tools_deadline_runs_again_once_answered() -> None:
+    """What is left of the deadline holds after the answer: a tool that then hangs is cut."""
+    never = asyncio.Event()
+
+    async def ask_then_hang(args: dict[str, Any], ctx: Any) -> ToolResult:
+        answer = await ctx.ask(FORM)
+        assert answer.accepted
+        await never.wait()
+        return ToolResult("unreachable")
+
+    hanging = Tool(
+        name="deploy", description="Deploy.", parameters={"type": "object"},
+        execute=ask_then_hang, timeout_s=0.3,
+    )  # fmt: skip
+    text, _ = await run(SlowPerson(delay_s=0.0), tools=[hanging])
+    assert "timed out after 0.3 s" in text

@@ -11,6 +11,9 @@ kernel keeps the last word:
 - **deadline**: with ``timeout_s``, a wait still suspended after that many seconds is
   cancelled the same way and ends in :class:`~mainspring.HookTimeoutError`; its owner is
   recorded in :attr:`Guard.stalled`, and the kernel does not call it again in that run.
+- **hold**: :meth:`Guard.hold` stops the active wait's deadline until it is released (the
+  time a person takes to answer a tool's question is not the tool's); an abort still cuts
+  a held wait.
 - **detachment**: an awaitable that ignores the cancellation (catches it and waits on) is
   given ``grace_s`` more, then *detached*: the kernel stops driving it, closes it and never
   resumes it, so nothing is left for ``asyncio.run()`` to wait for at exit. Its owner is
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import types
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Literal, final
 
 from ..contract.errors import HookTimeoutError
@@ -56,7 +59,7 @@ class Guard:
     that task's innermost active wait, which :meth:`abort` interrupts.
     """
 
-    __slots__ = ("_active", "_settle_by", "grace_s", "stalled")
+    __slots__ = ("_active", "_holds", "_settle_by", "grace_s", "stalled")
 
     def __init__(self, grace_s: float) -> None:
         self.grace_s = grace_s
@@ -65,6 +68,7 @@ class Guard:
         not call it again while this guard serves."""
         self._active: _Watch | None = None
         self._settle_by: float | None = None
+        self._holds = 0
 
     @types.coroutine
     def watch(
@@ -84,6 +88,30 @@ class Guard:
         except StopIteration as done:
             return done.value
         return (yield from _Watch(self, steps, owner, timeout_s).drive(yielded))
+
+    def hold(self) -> Callable[[], None]:
+        """Stop the deadline of the active wait (or of the wait about to start, when the
+        awaitable holds before it first suspends); the returned ``release()`` restarts it
+        with the time that was left (called once; later calls do nothing).
+
+        Holds nest: the deadline runs again when every hold is released. An abort still
+        cuts a held wait.
+        """
+        self._holds += 1
+        if self._holds == 1 and self._active is not None:
+            self._active.pause()
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            self._holds -= 1
+            if not self._holds and self._active is not None:
+                self._active.resume()
+
+        return release
 
     @property
     def aborted(self) -> bool:
@@ -125,7 +153,9 @@ class _Watch:
         "_cancels",
         "_cut",
         "_detaching",
+        "_expires",
         "_guard",
+        "_left",
         "_owner",
         "_soon",
         "_steps",
@@ -145,6 +175,8 @@ class _Watch:
         self._timer: asyncio.TimerHandle | None = None
         self._soon: asyncio.Handle | None = None
         self._task: asyncio.Task[Any] | None = None
+        self._expires: float | None = None  # the loop's time the deadline passes
+        self._left: float | None = None  # seconds left on a paused deadline
 
     def drive(self, yielded: Any) -> Generator[Any, Any, Any]:
         """Drive the suspended awaitable from its first ``yielded`` value to its end."""
@@ -186,10 +218,32 @@ class _Watch:
 
     def _arm(self) -> None:
         self._task = asyncio.current_task()
+        self._start(self._timeout_s)
+        if self._guard._holds:
+            self.pause()
+
+    def _start(self, timeout_s: float | None) -> None:
         loop = asyncio.get_running_loop()
-        limit, why = self._guard._limit(self._timeout_s, loop.time())
+        now = loop.time()
+        limit, why = self._guard._limit(timeout_s, now)
         if limit is not None:
             self._timer = loop.call_later(limit, self._expire, why, loop)
+            self._expires = now + limit if why == "timeout" else None
+
+    def pause(self) -> None:
+        """Stop the deadline (see :meth:`Guard.hold`); a settle deadline is never paused."""
+        timer = self._timer
+        if timer is None or self._expires is None or self._cut is not None:
+            return
+        timer.cancel()
+        self._timer = None
+        self._left = max(self._expires - asyncio.get_running_loop().time(), 0.0)
+
+    def resume(self) -> None:
+        """Restart a paused deadline with the time that was left."""
+        left, self._left = self._left, None
+        if left is not None and self._cut is None:
+            self._start(left)
 
     def _expire(self, why: _Cut, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None
@@ -226,6 +280,7 @@ class _Watch:
         task.cancel()
 
     def _disarm(self) -> None:
+        self._left = None  # the wait is over: a release after it restarts nothing
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -19,6 +19,7 @@ from typing import Any, final
 
 from pydantic import BaseModel
 
+from ..hooks.guard import Guard
 from ..messages import ImageContent, TextContent
 from ..questions import Answer, Question
 from ..signal import AbortSignal
@@ -68,6 +69,7 @@ class CallContext:
 
     __slots__ = (
         "_finished",
+        "_guard",
         "_index",
         "_locks",
         "_loop",
@@ -84,8 +86,10 @@ class CallContext:
         signal: AbortSignal,
         queue: asyncio.Queue[tuple[int, bool, Any]],
         locks: FileLocks,
+        guard: Guard,
     ) -> None:
         self.tool_call_id = call_id
+        self._guard = guard
         self.signal = signal
         self._index = index
         self._queue = queue
@@ -122,7 +126,9 @@ class CallContext:
 
         The run puts it to them between the calls' reports, one question at a time
         (:func:`~mainspring.kernel.approvals.decide_question`); a call that has finished
-        gets a declined answer at once.
+        gets a declined answer at once. The tool's ``timeout_s`` is held while the
+        question waits (the person's time is not the tool's; the approvals' own deadline
+        bounds it), and an abort still ends the call.
         """
         if not isinstance(question, Question):
             raise TypeError(f"ctx.ask() takes a Question, not {type(question).__name__}")
@@ -130,7 +136,11 @@ class CallContext:
             return Answer(False, None, "the call has finished", "aborted")
         answer: asyncio.Future[Answer] = self._loop.create_future()
         self._queue.put_nowait((self._index, False, Asked(question, answer)))
-        return await answer
+        release = self._guard.hold()
+        try:
+            return await answer
+        finally:
+            release()
 
 
 def to_result(value: Any) -> ToolResult:

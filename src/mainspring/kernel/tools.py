@@ -305,7 +305,9 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
     queue: asyncio.Queue[tuple[int, bool, Any]] = asyncio.Queue()
     locks: FileLocks = run.core.file_locks
     for prepared in batch:
-        prepared.context = CallContext(prepared.call.id, prepared.index, run.signal, queue, locks)
+        prepared.context = CallContext(
+            prepared.call.id, prepared.index, run.signal, queue, locks, prepared.guard
+        )
     by_index = {prepared.index: prepared for prepared in batch}
     sequential = any(prepared.tool.sequential for prepared in batch)
     waiting = list(batch)
