@@ -17,6 +17,7 @@ starts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import queue
@@ -70,41 +71,129 @@ _POOL = _DaemonPool()
 
 
 async def in_daemon_thread(
-    function: Callable[..., _T], *args: Any, name: str = "mainspring-worker"
+    function: Callable[..., _T],
+    *args: Any,
+    name: str = "mainspring-worker",
+    wait_s: float = 0.0,
 ) -> _T:
     """``function(*args)`` in a daemon thread, with the caller's context variables.
 
     ``KeyboardInterrupt`` and ``SystemExit`` raised by ``function`` reach the caller as a
     ``RuntimeError`` naming them (they concern the thread, not the awaiting task).
+
+    ``wait_s`` (for work that is usually quick, such as a hook that only computes): the
+    loop's thread first waits that long for the outcome, blocked with the GIL released,
+    and takes it directly if it came; only then does it go back to the loop and await
+    it. A quick call so costs two thread wake-ups instead of a trip through the loop's
+    self-pipe, and a slow one at most ``wait_s`` of the loop's time.
     """
-    loop = asyncio.get_running_loop()
-    outcome: asyncio.Future[Any] = loop.create_future()
+    handoff = _Handoff(asyncio.get_running_loop())
     context = contextvars.copy_context()
-    abandoned = False
-
-    def work() -> None:
-        if abandoned:
-            return  # the caller stopped waiting before this thread took the call up
+    _POOL.submit(lambda: handoff.run(context, function, args), name)
+    if not handoff.wait(wait_s):
         try:
-            result = context.run(function, *args)
-        except BaseException as error:  # handed to the awaiting task, whatever it is
-            _hand_back(loop, outcome, None, error)
-        else:
-            _hand_back(
-                loop, outcome, Owned(result) if inspect.iscoroutine(result) else result, None
-            )
-
-    _POOL.submit(work, name)
-    try:
-        value = await outcome
-    except BaseException:
-        abandoned = True
-        if outcome.done() and not outcome.cancelled() and outcome.exception() is None:
-            _discard(outcome.result())  # it arrived as the wait was cut
-        raise
+            await handoff.parked()
+        except BaseException:
+            handoff.abandon()
+            raise
+    value = handoff.outcome()
     if isinstance(value, Owned):
         return value.take()  # type: ignore[no-any-return]
     return value  # type: ignore[no-any-return]
+
+
+_WAITING, _PARKED, _FINISHED, _ABANDONED = range(4)
+
+
+class _Handoff:
+    """One call's outcome on its way from a worker thread to the caller (see
+    :func:`in_daemon_thread`): waited for briefly by the loop's thread, then awaited.
+
+    ``_gate`` orders the two sides: the worker finishes (``_FINISHED``) or finds the caller
+    gone (``_ABANDONED``); the caller parks (``_PARKED``: the worker then wakes the loop)
+    or takes the outcome.
+    """
+
+    __slots__ = ("_done", "_error", "_future", "_gate", "_loop", "_result", "_state")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._gate = threading.Lock()
+        self._done = threading.Lock()
+        self._done.acquire()  # released by the worker once the outcome is in
+        self._state = _WAITING
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self._future: asyncio.Future[None] | None = None
+
+    def run(self, context: contextvars.Context, function: Callable[..., Any], args: Any) -> None:
+        """In the worker: call ``function`` and hand the outcome over."""
+        if self._state == _ABANDONED:
+            return  # the caller stopped waiting before this thread took the call up
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = context.run(function, *args)
+        except BaseException as raised:  # handed to the caller, whatever it is
+            error = raised
+        if inspect.iscoroutine(result):
+            result = Owned(result)
+        with self._gate:
+            state = self._state
+            if state != _ABANDONED:
+                self._result, self._error, self._state = result, error, _FINISHED
+        if state == _ABANDONED:
+            _discard(result)
+            return
+        self._done.release()
+        if state == _PARKED:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                self._loop.call_soon_threadsafe(self._wake)
+
+    def wait(self, wait_s: float) -> bool:
+        """On the loop's thread: whether the outcome came within ``wait_s``; if not, the
+        caller is parked (it must await :meth:`parked`)."""
+        try:
+            if wait_s > 0 and self._done.acquire(timeout=wait_s):
+                return True
+        except BaseException:  # interrupted while blocked (KeyboardInterrupt)
+            self.abandon()
+            raise
+        with self._gate:
+            if self._state == _FINISHED:
+                return True
+            self._state = _PARKED
+            self._future = self._loop.create_future()
+        return False
+
+    def parked(self) -> asyncio.Future[None]:
+        """What a parked caller awaits (done once the outcome is in)."""
+        assert self._future is not None
+        return self._future
+
+    def _wake(self) -> None:
+        future = self._future
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    def abandon(self) -> None:
+        """The caller stopped waiting: an outcome already in is dropped (a coroutine in it
+        closed), a later one will be."""
+        with self._gate:
+            finished = self._state == _FINISHED
+            self._state = _ABANDONED
+        if finished:
+            _discard(self._result)
+
+    def outcome(self) -> Any:
+        """The function's result, or its exception raised (see :func:`in_daemon_thread`)."""
+        error = self._error
+        if error is None:
+            return self._result
+        self._error = None
+        if isinstance(error, KeyboardInterrupt | SystemExit):
+            raise RuntimeError(f"the function raised {type(error).__name__}")
+        raise error
 
 
 class Owned:
@@ -138,26 +227,3 @@ def _discard(value: Any) -> None:
     """A result nobody will take: a coroutine in it is closed now."""
     if isinstance(value, Owned):
         value.close()
-
-
-def _hand_back(
-    loop: asyncio.AbstractEventLoop,
-    outcome: asyncio.Future[Any],
-    result: Any,
-    error: BaseException | None,
-) -> None:
-    def settle() -> None:
-        if outcome.done():  # the caller stopped waiting (abort, timeout)
-            _discard(result)
-            return
-        if error is None:
-            outcome.set_result(result)
-        elif isinstance(error, KeyboardInterrupt | SystemExit):
-            outcome.set_exception(RuntimeError(f"the function raised {type(error).__name__}"))
-        else:
-            outcome.set_exception(error)
-
-    try:
-        loop.call_soon_threadsafe(settle)
-    except RuntimeError:  # a closed loop: nobody is waiting any more
-        _discard(result)

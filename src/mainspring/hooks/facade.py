@@ -38,6 +38,12 @@ if TYPE_CHECKING:
 
 __all__ = ["GateDecision", "Hooks", "Report", "as_tuple"]
 
+HANDOVER_WAIT_S = 0.0002
+"""How long the loop's thread waits, blocked, for a hand-over of plain ``def``
+implementations to come back before it awaits it (see
+:func:`~mainspring.workers.in_daemon_thread`): implementations that only compute come back
+within it; one that blocks costs the loop this much once."""
+
 Report = Callable[[HookError, str], Awaitable[None]]
 """``report(error, outcome)``: emit a ``hook_error`` saying what the kernel did."""
 
@@ -363,6 +369,7 @@ class Hooks:
                     absorb,
                     progress,
                     name=f"mainspring-hook {hook}",
+                    wait_s=HANDOVER_WAIT_S,
                 ),
                 progress,
                 limit_s,
