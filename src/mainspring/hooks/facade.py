@@ -330,7 +330,9 @@ class Hooks:
                     if result is None:  # an async def, not called by a scan
                         result = impl.call(args)
                     if impl.awaits or inspect.isawaitable(result):
-                        result = await guard.watch(result, impl, timeout)
+                        ready, result = guard.step(result)
+                        if not ready:
+                            result = await guard.follow(result, impl, timeout)
                     error = None
                     if result is None or result is quiet:
                         continue

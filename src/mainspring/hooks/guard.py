@@ -80,13 +80,33 @@ class Guard:
         it in logs and is recorded in :attr:`detached` if it has to be detached;
         ``timeout_s`` is its deadline (``None``: none, until an abort). An awaitable that
         finishes without suspending costs one extra ``send``; only one that suspends is
-        watched (a timer, the step-by-step drive).
+        watched (a timer, the step-by-step drive). :meth:`step` and :meth:`follow` are the
+        same in two halves, for a hot path that skips the ``await`` when nothing suspends.
         """
+        finished, value = self.step(awaitable)
+        if finished:
+            return value
+        return (yield from self.follow(value, owner, timeout_s))
+
+    @staticmethod
+    def step(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
+        """Run ``awaitable`` to its first suspension, now: ``(True, value)`` when it finished
+        without suspending, else ``(False, pending)``, which the caller must hand to
+        ``await guard.follow(pending, ...)`` (or close). What it raises propagates."""
         steps = awaitable if type(awaitable) is _COROUTINE else awaitable.__await__()
         try:
             yielded = steps.send(None)
         except StopIteration as done:
-            return done.value
+            return True, done.value
+        return False, (steps, yielded)
+
+    @types.coroutine
+    def follow(
+        self, pending: tuple[Any, Any], owner: object = None, timeout_s: float | None = None
+    ) -> Generator[Any, Any, Any]:
+        """Await the rest of an awaitable :meth:`step` left suspended, watched as
+        :meth:`watch` does."""
+        steps, yielded = pending
         return (yield from _Watch(self, steps, owner, timeout_s).drive(yielded))
 
     def hold(self) -> Callable[[], None]:

@@ -186,7 +186,9 @@ class Delivery:
                 else:  # a subscriber
                     result = owner(event, args[2])
                 if result is not None and inspect.isawaitable(result):
-                    await guard.watch(result, owner, timeout)
+                    ready, pending_rest = guard.step(result)
+                    if not ready:
+                        await guard.follow(pending_rest, owner, timeout)
             except BaseException as raised:
                 failure = self._failed(owner, event, raised, failure)
         if failure is not None:

@@ -209,11 +209,15 @@ async def _stream(
         iterator = aiter(run.provider.stream(request, signal))
         next_delta = iterator.__anext__
         emit_update = run.update_emitter()
-        watch, provider = run.guard.watch, run.provider
+        guard, provider = run.guard, run.provider
+        step, follow = guard.step, guard.follow
         try:
             while True:  # leaves on the stream's end, a failure, or an abort
                 try:
-                    delta = await watch(next_delta(), provider)
+                    # a delta ready at once is taken without an await (the usual case)
+                    ready, delta = step(next_delta())
+                    if not ready:
+                        delta = await follow(delta, provider)
                 except StopAsyncIteration:
                     break
                 except (KeyboardInterrupt, SystemExit):
