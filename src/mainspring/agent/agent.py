@@ -78,7 +78,7 @@ class Agent:
         )
         self._views = view_factory(self)
         relay = HookRelay(
-            self._plugin_set.pm,
+            self._plugin_set.manager,
             self._plugin_set.fallbacks,
             self._plugin_set.granted,
             self._plugin_set.builtins,
