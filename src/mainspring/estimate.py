@@ -94,12 +94,16 @@ def _measure(message: Any) -> _Entry:
     chars, images = _message_chars(message)
     size = chars + _PER_MESSAGE_CHARS
     try:
-        reference = weakref.ref(message, lambda _ref: _entries.pop(key, None))
+        reference = weakref.KeyedRef(message, _forget, key)
     except TypeError:  # not weak-referenceable: measured, not cached
         return (None, size, images, _usage_tokens(message), _timestamp(message))
     entry = (reference, size, images, _usage_tokens(message), _timestamp(message))
     _entries[key] = entry
     return entry
+
+
+def _forget(reference: weakref.KeyedRef[Any, int]) -> None:
+    _entries.pop(reference.key, None)
 
 
 def _entry(message: Any) -> _Entry:

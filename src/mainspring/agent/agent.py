@@ -334,6 +334,8 @@ class Agent:
         try:
             await execute_run(run, inputs, first_queue)
         finally:
+            # the finished task (its context, its coroutine) is not kept past the run
+            core.run_task = None
             core.is_streaming = False
             core.streaming_message = None
             core.pending_tool_calls.clear()

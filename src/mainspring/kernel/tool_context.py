@@ -24,7 +24,42 @@ from ..questions import Answer, Question
 from ..signal import AbortSignal
 from ..tools import ToolResult
 
-__all__ = ["Asked", "CallContext", "FileLocks", "cap", "to_result"]
+__all__ = ["Asked", "CallContext", "FileLocks", "Reports", "cap", "to_result"]
+
+Report = tuple[int, bool, Any]
+"""(call index, whether it is the call's result, the result or a partial one / a question)."""
+
+
+@final
+class Reports:
+    """The reports of one tool batch's calls, in the order made; one reader, on the loop.
+
+    What ``asyncio.Queue`` does for this, without its four deques and its event: a batch
+    is in flight in every running agent at once, so its size counts.
+    """
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: list[Report] = []
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: Report) -> None:
+        """Add ``item`` (on the loop's thread) and wake the reader."""
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> Report:
+        """The oldest report, once there is one."""
+        while not self._items:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+        return self._items.pop(0)
 
 
 @final
@@ -82,7 +117,7 @@ class CallContext:
         call_id: str,
         index: int,
         signal: AbortSignal,
-        queue: asyncio.Queue[tuple[int, bool, Any]],
+        queue: Reports,
         locks: FileLocks,
     ) -> None:
         self.tool_call_id = call_id

@@ -51,7 +51,7 @@ from .approvals import (
     remembered,
     remembrance,
 )
-from .tool_context import Asked, CallContext, FileLocks, cap, to_result
+from .tool_context import Asked, CallContext, FileLocks, Reports, cap, to_result
 from .tool_meaning import gate_inputs, label_result
 
 if TYPE_CHECKING:
@@ -263,9 +263,7 @@ async def _approve(run: Run, batch: list[_Prepared]) -> list[_Prepared]:
     return allowed
 
 
-async def _invoke(
-    run: Run, prepared: _Prepared, queue: asyncio.Queue[tuple[int, bool, Any]]
-) -> None:
+async def _invoke(run: Run, prepared: _Prepared, queue: Reports) -> None:
     """Execute one call in its own task and queue its result; never raises.
 
     The tool runs under the call's guard: its ``timeout_s`` holds even if it swallows
@@ -302,7 +300,7 @@ async def _invoke(
 
 
 async def _execute(run: Run, batch: list[_Prepared]) -> None:
-    queue: asyncio.Queue[tuple[int, bool, Any]] = asyncio.Queue()
+    queue = Reports()
     locks: FileLocks = run.core.file_locks
     for prepared in batch:
         prepared.context = CallContext(prepared.call.id, prepared.index, run.signal, queue, locks)

@@ -329,7 +329,7 @@ def load_plugins(
     for eps in selected:
         if len(eps) > 1:
             raise _duplicate_error(eps)
-    must = frozenset(normalise(name) for name in required)
+    must = frozenset(normalise(name) for name in required) if required else frozenset()
     policy = ManifestPolicy.build(
         grants or {}, require_manifest, _manifests() if selected else {}, allow_unregister
     )

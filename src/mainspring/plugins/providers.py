@@ -106,22 +106,22 @@ def _faux() -> Any:
     return FauxProvider()
 
 
-def _openai(options: dict[str, Any]) -> Any:
+def _openai(settings: Any) -> Any:
     from ..providers.openai import OpenAIProvider
 
-    return OpenAIProvider(**options)
+    return OpenAIProvider(**_http_options(settings, "openai"))
 
 
-def _anthropic(options: dict[str, Any]) -> Any:
+def _anthropic(settings: Any) -> Any:
     from ..providers.anthropic import AnthropicProvider
 
-    return AnthropicProvider(**options)
+    return AnthropicProvider(**_http_options(settings, "anthropic"))
 
 
-def _local(options: dict[str, Any]) -> Any:
+def _local(settings: Any) -> Any:
     from ..providers.local import LocalProvider
 
-    return LocalProvider(**options)
+    return LocalProvider(**local_options(settings))
 
 
 @hookimpl(trylast=True)
@@ -129,11 +129,12 @@ def register_providers(agent: Any) -> list[Any]:
     """The bundled providers, each built on first use (later plugins may replace any of
     them by name)."""
     settings = agent.settings
+    local_options(settings)  # checked now; the options are read again (settings are frozen)
     providers = [
         LazyProvider("faux", _faux),
-        LazyProvider("openai", partial(_openai, _http_options(settings, "openai"))),
-        LazyProvider("anthropic", partial(_anthropic, _http_options(settings, "anthropic"))),
-        LazyProvider("local", partial(_local, local_options(settings))),
+        LazyProvider("openai", partial(_openai, settings)),
+        LazyProvider("anthropic", partial(_anthropic, settings)),
+        LazyProvider("local", partial(_local, settings)),
     ]
     agent.on_close(partial(_close_all, providers))
     return providers
