@@ -81,6 +81,10 @@ __all__ = [
 _log = get_logger(__name__)
 
 
+_NONE: frozenset[str] = frozenset()
+"""No names (each ``frozenset()`` call makes a new object)."""
+
+
 class _Loaded(NamedTuple):
     """A plugin to register, and what its record and its load errors say of it."""
 
@@ -329,7 +333,7 @@ def load_plugins(
     for eps in selected:
         if len(eps) > 1:
             raise _duplicate_error(eps)
-    must = frozenset(normalise(name) for name in required) if required else frozenset()
+    must = frozenset(normalise(name) for name in required) if required else _NONE
     policy = ManifestPolicy.build(
         grants or {}, require_manifest, _manifests() if selected else {}, allow_unregister
     )

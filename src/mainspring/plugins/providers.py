@@ -37,17 +37,19 @@ CONFIGURABLE_PROVIDERS = ("openai", "anthropic", "local")
 
 @final
 class LazyProvider:
-    """A provider named ``name`` that ``build()`` makes on first use (see the module).
+    """A provider named ``name`` that ``build(*arguments)`` makes on first use (see the
+    module).
 
     ``stream`` and every attribute but ``name`` are the built provider's. A ``build``
     that raises raises again on the next use.
     """
 
-    __slots__ = ("_build", "_built", "name")
+    __slots__ = ("_arguments", "_build", "_built", "name")
 
-    def __init__(self, name: str, build: Callable[[], Any]) -> None:
+    def __init__(self, name: str, build: Callable[..., Any], *arguments: Any) -> None:
         self.name = name
         self._build = build
+        self._arguments = arguments
         self._built: Any = None
 
     @property
@@ -55,7 +57,7 @@ class LazyProvider:
         """The provider itself, built now if it was not yet."""
         built = self._built
         if built is None:
-            built = self._built = self._build()
+            built = self._built = self._build(*self._arguments)
         return built
 
     @property
@@ -132,9 +134,9 @@ def register_providers(agent: Any) -> list[Any]:
     local_options(settings)  # checked now; the options are read again (settings are frozen)
     providers = [
         LazyProvider("faux", _faux),
-        LazyProvider("openai", partial(_openai, settings)),
-        LazyProvider("anthropic", partial(_anthropic, settings)),
-        LazyProvider("local", partial(_local, settings)),
+        LazyProvider("openai", _openai, settings),
+        LazyProvider("anthropic", _anthropic, settings),
+        LazyProvider("local", _local, settings),
     ]
     agent.on_close(partial(_close_all, providers))
     return providers
