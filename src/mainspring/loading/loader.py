@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import logging
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
@@ -245,7 +246,8 @@ def _warn(off: Sequence[DisabledPlugin], controls: PluginControls) -> None:
             distribution=item.distribution,
             reason=item.reason,
         )
-    if controls.autoload_off_by == OPTION_AUTOLOAD:
+    if controls.autoload_off_by == OPTION_AUTOLOAD and _log.isEnabledFor(logging.INFO):
+        # asked first: building thousands of agents this way should cost no log event
         _log.info("installed_plugins_not_loaded", reason=OPTION_AUTOLOAD)
 
 
