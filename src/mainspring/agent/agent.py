@@ -49,6 +49,23 @@ class Agent:
     outside one and used from successive ``asyncio.run()`` calls.
     """
 
+    # thousands of agents may live in one process: no per-instance dict
+    __slots__ = (
+        "__weakref__",
+        "_closers",
+        "_core",
+        "_edits",
+        "_hooks",
+        "_plugin_set",
+        "_provider_override",
+        "_providers",
+        "_run",
+        "_tool_set",
+        "_views",
+        "session_id",
+        "settings",
+    )
+
     def __init__(
         self,
         model: str | Model | None = None,
