@@ -42,6 +42,7 @@ __all__ = [
     "UserMessage",
     "freeze",
     "message_text",
+    "share_field_sets",
     "thaw",
 ]
 
@@ -52,6 +53,34 @@ def _now() -> float:
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+"""One set per combination of given field names (a bounded number: subsets of each
+model's fields that code actually gives)."""
+
+
+def share_field_sets(model: Any) -> None:
+    """Let ``model`` and the models inside it share pydantic's record of the fields they
+    were given (``model_fields_set``) with every model given the same ones.
+
+    For the frozen models of this module only, whose record never changes (pydantic copies
+    it before ``model_copy(update=...)`` adds to it). That record is a ``set``, 216 bytes
+    at the least and 728 for a reply: a large part of a kept message, so the kernel calls
+    this on each message it keeps in a transcript. Anything else is left as it is.
+    """
+    if not isinstance(model, _Frozen):
+        return
+    given = model.__pydantic_fields_set__
+    shared = _FIELD_SETS.setdefault(frozenset(given), given)
+    if shared is not given:
+        object.__setattr__(model, "__pydantic_fields_set__", shared)
+    for value in model.__dict__.values():
+        if isinstance(value, _Frozen):
+            share_field_sets(value)
+        elif type(value) is tuple:
+            for item in value:
+                share_field_sets(item)
 
 
 class TextContent(_Frozen):

@@ -112,7 +112,8 @@ class Agent:
         may use it as a prompt-caching key; kept across runs, new for each agent."""
         self._core = Core(
             messages=Transcript(messages),
-            tools=dict(self._tool_set.tools),
+            # the tool set's own dict: neither changes it (configure() replaces both)
+            tools=self._tool_set.tools,
             system_prompt=checked_prompt(system_prompt),
             model=self._resolve_model(model),
             thinking_level=checked_thinking(thinking_level),
@@ -432,7 +433,7 @@ class Agent:
             # exactly these tools from the next run on: a tool the agent had keeps its
             # owner (plugin tools stay only if passed again), any other is "tools="
             self._tool_set = self._tool_set.replaced(tools)
-            core.tools = dict(self._tool_set.tools)
+            core.tools = self._tool_set.tools
         if thinking_level is not None:
             core.thinking_level = thinking_level
 

@@ -1,0 +1,71 @@
+"""Messages kept in a transcript share pydantic's record of their given fields.
+
+A kept message and the blocks inside it share ``model_fields_set`` with every other
+message given the same fields (it is most of a small message's size); what each one
+reports is unchanged, and copying one with changes never changes another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from mainspring import Agent, AssistantMessage, TextContent, UserMessage
+from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
+
+
+async def kept(replies: list[Any], count: int = 2) -> list[Agent]:
+    agents = []
+    for _ in range(count):
+        agent = Agent(model="faux:test", provider=FauxProvider(list(replies)), autoload=False)
+        recorder = EventRecorder()
+        agent.subscribe(recorder)
+        await agent.prompt("go")
+        check_event_grammar(recorder.events)
+        agents.append(agent)
+    return agents
+
+
+async def test_kept_messages_report_their_given_fields_and_share_them() -> None:
+    first, second = await kept([faux.text("done")])
+    (user_a, reply_a), (user_b, reply_b) = first.state.messages, second.state.messages
+    assert user_a.model_fields_set == {"content"}
+    assert user_a.model_fields_set is user_b.model_fields_set
+    assert reply_a.model_fields_set is reply_b.model_fields_set
+    assert {"content", "usage", "stop_reason"} <= reply_a.model_fields_set
+    block_a, block_b = reply_a.content[0], reply_b.content[0]
+    assert block_a.model_fields_set is block_b.model_fields_set
+    assert block_a.model_dump(exclude_unset=True)["text"] == "done"
+
+
+async def test_copying_a_kept_message_with_changes_leaves_the_others_alone() -> None:
+    first, second = await kept([faux.text("done")])
+    user_a, user_b = first.state.messages[0], second.state.messages[0]
+    assert user_a.model_fields_set is user_b.model_fields_set
+
+    changed = user_a.model_copy(update={"timestamp": 1.0})
+
+    assert changed.model_fields_set == {"content", "timestamp"}
+    assert user_a.model_fields_set == user_b.model_fields_set == {"content"}
+    assert changed.timestamp == 1.0 and user_b.timestamp != 1.0
+
+
+def test_a_message_appended_by_hand_shares_too_and_foreign_models_are_left_alone() -> None:
+    class Note(BaseModel):
+        model_config = ConfigDict(frozen=True)
+        role: str = "note"
+        body: str
+
+    agent = Agent(model="faux:test", provider=FauxProvider([]), autoload=False)
+    reply = AssistantMessage(content=(TextContent(text="hi"),))
+    own_fields = reply.model_fields_set
+    note = Note(body="x")
+    note_fields = note.model_fields_set
+    agent.append_message(UserMessage(content="hello"))
+    agent.append_message(reply)
+    agent.append_message(note)
+
+    assert reply.model_fields_set == own_fields
+    assert note.model_fields_set is note_fields
+    assert agent.state.messages[-1] is note
