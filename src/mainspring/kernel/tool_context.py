@@ -34,8 +34,10 @@ Report = tuple[int, bool, Any]
 class Reports:
     """The reports of one tool batch's calls, in the order made; one reader, on the loop.
 
-    What ``asyncio.Queue`` does for this, without its four deques and its event: a batch
-    is in flight in every running agent at once, so its size counts.
+    What ``asyncio.Queue`` does for this, without its four deques, its event and a
+    coroutine per read: a batch is in flight in every running agent at once, so its size
+    counts. The reader takes reports with :meth:`pop` while there are any and otherwise
+    awaits :meth:`arrival`.
     """
 
     __slots__ = ("_items", "_waiter")
@@ -48,18 +50,27 @@ class Reports:
         """Add ``item`` (on the loop's thread) and wake the reader."""
         self._items.append(item)
         waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
-    async def get(self) -> Report:
-        """The oldest report, once there is one."""
-        while not self._items:
+    def arrival(self) -> asyncio.Future[None]:
+        """A future done once a report is added (at once if there is one)."""
+        waiter = self._waiter
+        if waiter is None or waiter.done():  # a cut wait may have cancelled the last one
             waiter = self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await waiter
-            finally:
+            if self._items:
                 self._waiter = None
+                waiter.set_result(None)
+        return waiter
+
+    def pop(self) -> Report:
+        """The oldest report (``IndexError`` when there is none)."""
         return self._items.pop(0)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
 
 
 @final

@@ -319,7 +319,9 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
     watch = run.guard.watch
     try:
         while tasks and not run.signal.aborted:
-            index, done, value = await watch(queue.get())
+            if not queue:
+                await watch(queue.arrival())
+            index, done, value = queue.pop()
             prepared = by_index[index]
             if index not in tasks:
                 continue  # a late report of a call already answered
