@@ -308,13 +308,7 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
     sequential = any(prepared.tool.sequential for prepared in batch)
     waiting = list(batch)
     tasks: dict[int, asyncio.Task[None]] = {}
-
-    def launch(count: int) -> None:
-        for prepared in waiting[:count]:
-            tasks[prepared.index] = asyncio.create_task(_invoke(run, prepared, queue))
-        del waiting[:count]
-
-    launch(1 if sequential else len(waiting))
+    _launch(run, queue, waiting, tasks, 1 if sequential else len(waiting))
     limit = run.settings.tools.max_result_chars
     watch = run.guard.watch
     try:
@@ -338,7 +332,7 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
             result = await label_result(run, prepared.call, prepared.tool, value, result)
             await _finish_call(run, prepared.call, cap(result, limit))
             if sequential and waiting and not run.signal.aborted:
-                launch(1)
+                _launch(run, queue, waiting, tasks, 1)
     except RunAborted:
         if not run.guard.aborted:
             raise
@@ -347,6 +341,19 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
     for prepared in batch:
         if prepared.call.id not in run.batch_results:
             await _finish_call(run, prepared.call, ToolResult.error("Tool call aborted"))
+
+
+def _launch(
+    run: Run,
+    queue: Reports,
+    waiting: list[_Prepared],
+    tasks: dict[int, asyncio.Task[None]],
+    count: int,
+) -> None:
+    """Start the first ``count`` waiting calls, each in its own task."""
+    for prepared in waiting[:count]:
+        tasks[prepared.index] = asyncio.create_task(_invoke(run, prepared, queue))
+    del waiting[:count]
 
 
 async def _put_question(run: Run, call: ToolCall, asked: Asked) -> None:
