@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from mainspring import Agent, AssistantMessage, TextContent, UserMessage
+from mainspring import Agent, AssistantMessage, TextContent, ToolResult, UserMessage
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 
 
@@ -51,21 +51,34 @@ async def test_copying_a_kept_message_with_changes_leaves_the_others_alone() -> 
     assert changed.timestamp == 1.0 and user_b.timestamp != 1.0
 
 
-def test_a_message_appended_by_hand_shares_too_and_foreign_models_are_left_alone() -> None:
+def test_custom_messages_share_too_unless_they_take_extra_fields() -> None:
     class Note(BaseModel):
         model_config = ConfigDict(frozen=True)
         role: str = "note"
         body: str
 
-    agent = Agent(model="faux:test", provider=FauxProvider([]), autoload=False)
-    reply = AssistantMessage(content=(TextContent(text="hi"),))
-    own_fields = reply.model_fields_set
-    note = Note(body="x")
-    note_fields = note.model_fields_set
-    agent.append_message(UserMessage(content="hello"))
-    agent.append_message(reply)
-    agent.append_message(note)
+    class Loose(BaseModel):
+        model_config = ConfigDict(frozen=True, extra="allow")
+        role: str = "loose"
 
-    assert reply.model_fields_set == own_fields
-    assert note.model_fields_set is note_fields
-    assert agent.state.messages[-1] is note
+    agent = Agent(model="faux:test", provider=FauxProvider([]), autoload=False)
+    first, second = Note(body="x"), Note(body="y")
+    loose = Loose(anything="goes")  # type: ignore[call-arg]
+    loose_fields = loose.model_fields_set
+    agent.append_message(UserMessage(content="hello"))
+    agent.append_message(AssistantMessage(content=(TextContent(text="hi"),)))
+    agent.append_message(first)
+    agent.append_message(second)
+    agent.append_message(loose)
+
+    assert first.model_fields_set is second.model_fields_set
+    assert first.model_fields_set == {"body"}
+    assert loose.model_fields_set is loose_fields
+    assert loose.model_fields_set == {"anything"}
+
+
+def test_tool_results_given_alike_share_their_record() -> None:
+    one, other = ToolResult("a"), ToolResult.error("b")
+    assert one.model_fields_set is other.model_fields_set
+    assert one.content[0].model_fields_set is other.content[0].model_fields_set
+    assert one.model_copy(update={"is_error": True}).model_fields_set == one.model_fields_set
