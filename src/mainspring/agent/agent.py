@@ -334,13 +334,20 @@ class Agent:
         task = asyncio.ensure_future(self._drive(run, inputs, first_queue))
         run.task = task
         core.run_task = task
+        # what asyncio.shield(task) does, with one future and no closures (every running
+        # agent holds this while it waits): the caller waits for ``settled``, done with the
+        # task, and its cancellation never reaches the run's task
+        settled: asyncio.Future[Any] = task.get_loop().create_future()
+        task.add_done_callback(settled.set_result)
         try:
-            await asyncio.shield(task)
+            await settled
         except asyncio.CancelledError:
             # the caller gave up (wait_for, a task group, Ctrl-C): settle, then re-raise
+            task.remove_done_callback(settled.set_result)
             self.abort("cancelled")
             await asyncio.wait([task])
             raise
+        task.result()  # what the run's task raised, as awaiting it would
         if run.exit is not None:
             raise run.exit
         outcome = run.last_event
