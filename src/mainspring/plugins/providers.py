@@ -19,7 +19,6 @@ built (its ``aclose()``: the HTTP providers' pooled connections), none that was 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from functools import partial
 from pathlib import Path
 from typing import Any, final
 
@@ -132,26 +131,34 @@ def register_providers(agent: Any) -> list[Any]:
     them by name)."""
     settings = agent.settings
     local_options(settings)  # checked now; the options are read again (settings are frozen)
-    providers = [
-        LazyProvider("faux", _faux),
-        LazyProvider("openai", _openai, settings),
-        LazyProvider("anthropic", _anthropic, settings),
-        LazyProvider("local", _local, settings),
-    ]
-    agent.on_close(partial(_close_all, providers))
+    providers = _Bundled(
+        (
+            LazyProvider("faux", _faux),
+            LazyProvider("openai", _openai, settings),
+            LazyProvider("anthropic", _anthropic, settings),
+            LazyProvider("local", _local, settings),
+        )
+    )
+    agent.on_close(providers.aclose)
     return providers
 
 
-async def _close_all(providers: list[LazyProvider]) -> None:
-    """Close every provider in ``providers``, even when one raises (the first is re-raised)."""
-    failure: Exception | None = None
-    for provider in providers:
-        try:
-            await provider.aclose()
-        except Exception as error:
-            failure = failure or error
-    if failure is not None:
-        raise failure
+@final
+class _Bundled(list[LazyProvider]):
+    """One agent's bundled providers (a list, as the hook returns)."""
+
+    __slots__ = ()
+
+    async def aclose(self) -> None:
+        """Close every provider, even when one raises (the first is re-raised)."""
+        failure: Exception | None = None
+        for provider in self:
+            try:
+                await provider.aclose()
+            except Exception as error:
+                failure = failure or error
+        if failure is not None:
+            raise failure
 
 
 _LOCAL_OPTIONS = frozenset(
