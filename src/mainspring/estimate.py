@@ -89,17 +89,27 @@ def _timestamp(message: Any) -> float:
     return _NO_TIME
 
 
-def _measure(message: Any) -> _Entry:
-    key = id(message)
+def _sized(message: Any) -> _Entry:
+    """``message`` measured, not cached (its weakref left ``None``)."""
     chars, images = _message_chars(message)
     size = chars + _PER_MESSAGE_CHARS
+    return (None, size, images, _usage_tokens(message), _timestamp(message))
+
+
+def _measure(message: Any) -> _Entry:
+    key = id(message)
+    _, size, images, reported, stamp = _sized(message)
     try:
-        reference = weakref.ref(message, lambda _ref: _entries.pop(key, None))
+        reference = weakref.KeyedRef(message, _forget, key)
     except TypeError:  # not weak-referenceable: measured, not cached
-        return (None, size, images, _usage_tokens(message), _timestamp(message))
-    entry = (reference, size, images, _usage_tokens(message), _timestamp(message))
+        return (None, size, images, reported, stamp)
+    entry = (reference, size, images, reported, stamp)
     _entries[key] = entry
     return entry
+
+
+def _forget(reference: weakref.KeyedRef[Any, int]) -> None:
+    _entries.pop(reference.key, None)
 
 
 def _entry(message: Any) -> _Entry:
@@ -115,9 +125,11 @@ def _tokens(chars: int, images: int) -> int:
 class RunningEstimate:
     """The built-in estimate of a transcript that grows, kept current message by message.
 
-    :meth:`add` is O(1); :meth:`reset` reads every message once (each message's size is
-    measured once in its lifetime). ``tokens`` is what :func:`estimate_tokens` returns for
-    the messages seen, in order.
+    :meth:`add` is O(1) and caches nothing: a message appended is usually never measured
+    again, and thousands of agents' transcripts would otherwise each hold an entry per
+    message. :meth:`reset` reads every message once (each message's size is cached from
+    its second measurement on). ``tokens`` is what :func:`estimate_tokens` returns for the
+    messages seen, in order.
     """
 
     __slots__ = ("_base", "_chars", "_images", "_newest")
@@ -130,7 +142,8 @@ class RunningEstimate:
 
     def add(self, message: Any) -> None:
         """Account for ``message``, appended after the others."""
-        _, chars, images, reported, stamp = _entry(message)
+        entry = _entries.get(id(message))
+        _, chars, images, reported, stamp = entry if entry is not None else _sized(message)
         if reported and stamp > self._newest:
             # nothing before it is newer: its usage covers the messages before it
             self._base, self._chars, self._images = reported, 0, 0

@@ -42,6 +42,7 @@ __all__ = [
     "UserMessage",
     "freeze",
     "message_text",
+    "share_field_sets",
     "thaw",
 ]
 
@@ -52,6 +53,46 @@ def _now() -> float:
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+"""One set per combination of given field names (a bounded number: subsets of each
+model's declared fields that code actually gives)."""
+
+
+def share_field_sets(model: Any) -> None:
+    """Let ``model`` and the models directly inside it (a field, or an item of a tuple
+    field) share pydantic's record of the fields they were given (``model_fields_set``)
+    with every model given the same ones.
+
+    For frozen models without extra fields only (the messages and blocks here, tool
+    results, custom message types): their record never changes (pydantic copies it
+    before ``model_copy(update=...)`` adds to it). That record is a ``set``, 216 bytes at
+    the least and 728 for a reply: a large part of a kept message, so the kernel calls
+    this on each message it keeps in a transcript. Anything else is left as it is.
+    """
+    if not _share_record(model):
+        return
+    for value in model.__dict__.values():
+        if type(value) is tuple:
+            for item in value:
+                _share_record(item)
+        else:
+            _share_record(value)
+
+
+def _share_record(model: Any) -> bool:
+    if (
+        not isinstance(model, BaseModel)
+        or not model.model_config.get("frozen")
+        or model.__pydantic_extra__ is not None
+    ):
+        return False
+    given = model.__pydantic_fields_set__
+    shared = _FIELD_SETS.setdefault(frozenset(given), given)
+    if shared is not given:
+        object.__setattr__(model, "__pydantic_fields_set__", shared)
+    return True
 
 
 class TextContent(_Frozen):

@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .effects import Labels, check_effects, check_roles
-from .messages import ImageContent, TextContent, freeze, thaw
+from .messages import ImageContent, TextContent, freeze, share_field_sets, thaw
 from .providers.base import ToolSpec
 from .signal import AbortSignal
 from .workers import in_daemon_thread
@@ -62,6 +62,8 @@ class ToolResult(BaseModel):
         super().__init__(
             content=content, details=details, is_error=is_error, terminate=terminate, labels=labels
         )
+        # every field is given, so every result has the same record of them: one set
+        share_field_sets(self)
 
     @field_validator("content", mode="before")
     @classmethod

@@ -49,6 +49,23 @@ class Agent:
     outside one and used from successive ``asyncio.run()`` calls.
     """
 
+    # thousands of agents may live in one process: no per-instance dict
+    __slots__ = (
+        "__weakref__",
+        "_closers",
+        "_core",
+        "_edits",
+        "_hooks",
+        "_plugin_set",
+        "_provider_override",
+        "_providers",
+        "_run",
+        "_tool_set",
+        "_views",
+        "session_id",
+        "settings",
+    )
+
     def __init__(
         self,
         model: str | Model | None = None,
@@ -78,7 +95,7 @@ class Agent:
         )
         self._views = view_factory(self)
         relay = HookRelay(
-            self._plugin_set.pm,
+            self._plugin_set.manager,
             self._plugin_set.fallbacks,
             self._plugin_set.granted,
             self._plugin_set.builtins,
@@ -95,7 +112,8 @@ class Agent:
         may use it as a prompt-caching key; kept across runs, new for each agent."""
         self._core = Core(
             messages=Transcript(messages),
-            tools=dict(self._tool_set.tools),
+            # the tool set's own dict: neither changes it (configure() replaces both)
+            tools=self._tool_set.tools,
             system_prompt=checked_prompt(system_prompt),
             model=self._resolve_model(model),
             thinking_level=checked_thinking(thinking_level),
@@ -316,13 +334,20 @@ class Agent:
         task = asyncio.ensure_future(self._drive(run, inputs, first_queue))
         run.task = task
         core.run_task = task
+        # what asyncio.shield(task) does, with one future and no closures (every running
+        # agent holds this while it waits): the caller waits for ``settled``, done with the
+        # task, and its cancellation never reaches the run's task
+        settled: asyncio.Future[Any] = task.get_loop().create_future()
+        task.add_done_callback(settled.set_result)
         try:
-            await asyncio.shield(task)
+            await settled
         except asyncio.CancelledError:
             # the caller gave up (wait_for, a task group, Ctrl-C): settle, then re-raise
+            task.remove_done_callback(settled.set_result)
             self.abort("cancelled")
             await asyncio.wait([task])
             raise
+        task.result()  # what the run's task raised, as awaiting it would
         if run.exit is not None:
             raise run.exit
         outcome = run.last_event
@@ -334,6 +359,8 @@ class Agent:
         try:
             await execute_run(run, inputs, first_queue)
         finally:
+            # the finished task (its context, its coroutine) is not kept past the run
+            core.run_task = None
             core.is_streaming = False
             core.streaming_message = None
             core.pending_tool_calls.clear()
@@ -413,7 +440,7 @@ class Agent:
             # exactly these tools from the next run on: a tool the agent had keeps its
             # owner (plugin tools stay only if passed again), any other is "tools="
             self._tool_set = self._tool_set.replaced(tools)
-            core.tools = dict(self._tool_set.tools)
+            core.tools = self._tool_set.tools
         if thinking_level is not None:
             core.thinking_level = thinking_level
 

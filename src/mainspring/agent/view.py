@@ -235,12 +235,25 @@ def _names(capabilities: frozenset[str]) -> str:
 
 def view_factory(agent: Agent) -> Callable[[str], ScopedView]:
     """One :class:`ScopedView` per plugin name of ``agent``, made on first use."""
-    views: dict[str, ScopedView] = {}
+    return _Views(agent)
 
-    def view_of(plugin: str) -> ScopedView:
+
+@final
+class _Views:
+    """``agent``'s views by plugin name; nothing is held until the first is asked for
+    (an agent with only built-ins never makes one)."""
+
+    __slots__ = ("_agent", "_views")
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+        self._views: dict[str, ScopedView] | None = None
+
+    def __call__(self, plugin: str) -> ScopedView:
+        views = self._views
+        if views is None:
+            views = self._views = {}
         view = views.get(plugin)
         if view is None:
-            view = views[plugin] = ScopedView(agent, plugin)
+            view = views[plugin] = ScopedView(self._agent, plugin)
         return view
-
-    return view_of

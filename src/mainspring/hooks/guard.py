@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import asyncio
 import types
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from typing import Any, Literal, final
 
 from ..contract.errors import HookTimeoutError
 from ..logs import get_logger
 from ..signal import RunAborted
 
-__all__ = ["MIN_WAIT_S", "Guard"]
+__all__ = ["MIN_WAIT_S", "Guard", "Stalled"]
 
 log = get_logger("mainspring.kernel")
 
@@ -63,7 +63,7 @@ class Guard:
 
     def __init__(self, grace_s: float) -> None:
         self.grace_s = grace_s
-        self.stalled: set[int] = set()
+        self.stalled = Stalled()
         """``id()`` of every owner whose wait timed out or was detached: the kernel does
         not call it again while this guard serves."""
         self._active: _Watch | None = None
@@ -163,6 +163,44 @@ class Guard:
         if settle_by is None:
             return self.grace_s
         return max(min(self.grace_s, settle_by - now), self._floor)
+
+
+@final
+class Stalled:
+    """A set of ``id()`` values, empty and small until the first is added.
+
+    Every run and every tool call has a guard and almost none records a stalled owner,
+    so the set itself is made on the first :meth:`add` (an empty ``set`` is 216 bytes).
+    """
+
+    __slots__ = ("_ids",)
+
+    def __init__(self) -> None:
+        self._ids: set[int] | None = None
+
+    def add(self, owner_id: int) -> None:
+        """Record ``owner_id``."""
+        ids = self._ids
+        if ids is None:
+            ids = self._ids = set()
+        ids.add(owner_id)
+
+    def discard(self, owner_id: int) -> None:
+        """Forget ``owner_id`` if recorded."""
+        if self._ids is not None:
+            self._ids.discard(owner_id)
+
+    def __contains__(self, owner_id: object) -> bool:
+        return self._ids is not None and owner_id in self._ids
+
+    def __bool__(self) -> bool:
+        return bool(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids) if self._ids is not None else 0
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids or ())
 
 
 @final

@@ -282,16 +282,18 @@ class HookRelay:
 
     def __init__(
         self,
-        pm: pluggy.PluginManager,
+        pm: Callable[[], pluggy.PluginManager],
         fallbacks: frozenset[str] = frozenset(),
         granted: Mapping[str, frozenset[str] | None] | None = None,
         builtins: frozenset[str] = frozenset(),
         view_of: Callable[[str], Any] | None = None,
     ) -> None:
+        # pm() is the manager to read, asked at each compile: an agent's manager is a
+        # shared one until the agent changes its plugins and gets a copy of its own
         self._pm = pm
         self._view_of = view_of
         self._fallbacks = fallbacks
-        self._builtins = builtins | fallbacks
+        self._builtins = builtins if fallbacks <= builtins else builtins | fallbacks
         self._granted: Mapping[str, frozenset[str] | None] = granted if granted is not None else {}
         self._plans: dict[str, tuple[Implementation, ...]] = {}
         self._calls: dict[str, Calls] = {}
@@ -341,7 +343,7 @@ class HookRelay:
         return bool(self.plan(hook))
 
     def _compile(self, hook: str) -> tuple[Implementation, ...]:
-        caller = getattr(self._pm.hook, hook, None)
+        caller = getattr(self._pm().hook, hook, None)
         if caller is None:
             return ()
         spec = caller.spec

@@ -7,6 +7,7 @@ Called when an :class:`~mainspring.Agent` is built or reconfigured and when a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, cast, get_args
 
@@ -93,4 +94,13 @@ def resolve_model(
     entry = (getattr(provider, "models", None) or {}).get(model_id)
     if isinstance(entry, Model):
         return entry
-    return Model(provider=provider.name, id=model_id, context_window=DEFAULT_CONTEXT_WINDOW)
+    name = provider.name
+    if not isinstance(name, str):  # refused by the model's validation, not cached
+        return Model(provider=name, id=model_id, context_window=DEFAULT_CONTEXT_WINDOW)
+    return _passed_through(name, model_id)
+
+
+@functools.lru_cache(maxsize=256)
+def _passed_through(provider: str, model_id: str) -> Model:
+    """A model no catalogue knows, with default limits: one object per name (it is frozen)."""
+    return Model(provider=provider, id=model_id, context_window=DEFAULT_CONTEXT_WINDOW)

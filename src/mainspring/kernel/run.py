@@ -83,7 +83,6 @@ class Run:
         "task",
         "thinking_level",
         "tools",
-        "tools_from",
         "turn_count",
         "turn_message",
         "turn_open",
@@ -110,9 +109,9 @@ class Run:
         self.model = model
         self.settings = settings
         self.system_prompt = core.system_prompt
-        self.tools: dict[str, Tool] = dict(core.tools)
-        self.tools_from = core.tools
-        """The agent's tool map ``tools`` was copied from: a new one is taken at a turn."""
+        self.tools: dict[str, Tool] = core.tools
+        """The agent's tool map at the start of the turn (never changed in place: the agent
+        replaces it, and the run takes the new one at the next turn)."""
         self.signal = AbortSignal()
         self.guard = Guard(settings.hooks.abort_grace_s)
         self.hooks = hooks.bound(self.guard, settings.hooks.timeout_s)
@@ -284,11 +283,10 @@ class Run:
         """Open the next turn: ``turn_start``."""
         if self.delivery.reports:
             await self._report_stalled()  # between turns, before the turn counts as open
-        if self.core.tools is not self.tools_from:
+        if self.core.tools is not self.tools:
             # configure(tools=...) during the run (a plugin refreshing its tools): the
             # new list applies from this turn on, never to a batch already running
-            self.tools_from = self.core.tools
-            self.tools = dict(self.tools_from)
+            self.tools = self.core.tools
         self.core.turn = self.turn_count
         structlog.contextvars.bind_contextvars(turn=self.turn_count)
         self.turn_count += 1

@@ -25,7 +25,53 @@ from ..questions import Answer, Question
 from ..signal import AbortSignal
 from ..tools import ToolResult
 
-__all__ = ["Asked", "CallContext", "FileLocks", "cap", "to_result"]
+__all__ = ["Asked", "CallContext", "FileLocks", "Reports", "cap", "to_result"]
+
+Report = tuple[int, bool, Any]
+"""(call index, whether it is the call's result, the result or a partial one / a question)."""
+
+
+@final
+class Reports:
+    """The reports of one tool batch's calls, in the order made; one reader, on the loop.
+
+    What ``asyncio.Queue`` does for this, without its four deques, its event and a
+    coroutine per read: a batch is in flight in every running agent at once, so its size
+    counts. The reader takes reports with :meth:`pop` while there are any and otherwise
+    awaits :meth:`arrival`.
+    """
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: list[Report] = []
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: Report) -> None:
+        """Add ``item`` (on the loop's thread) and wake the reader."""
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def arrival(self) -> asyncio.Future[None]:
+        """A future done once a report is added (at once if there is one)."""
+        waiter = self._waiter
+        if waiter is None or waiter.done():  # a cut wait may have cancelled the last one
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            if self._items:
+                self._waiter = None
+                waiter.set_result(None)
+        return waiter
+
+    def pop(self) -> Report:
+        """The oldest report (``IndexError`` when there is none)."""
+        return self._items.pop(0)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
 
 
 @final
@@ -84,7 +130,7 @@ class CallContext:
         call_id: str,
         index: int,
         signal: AbortSignal,
-        queue: asyncio.Queue[tuple[int, bool, Any]],
+        queue: Reports,
         locks: FileLocks,
         guard: Guard,
     ) -> None:

@@ -51,7 +51,7 @@ from .approvals import (
     remembered,
     remembrance,
 )
-from .tool_context import Asked, CallContext, FileLocks, cap, to_result
+from .tool_context import Asked, CallContext, FileLocks, Reports, cap, to_result
 from .tool_meaning import gate_inputs, label_result
 
 if TYPE_CHECKING:
@@ -263,9 +263,7 @@ async def _approve(run: Run, batch: list[_Prepared]) -> list[_Prepared]:
     return allowed
 
 
-async def _invoke(
-    run: Run, prepared: _Prepared, queue: asyncio.Queue[tuple[int, bool, Any]]
-) -> None:
+async def _invoke(run: Run, prepared: _Prepared, queue: Reports) -> None:
     """Execute one call in its own task and queue its result; never raises.
 
     The tool runs under the call's guard: its ``timeout_s`` holds even if it swallows
@@ -302,7 +300,7 @@ async def _invoke(
 
 
 async def _execute(run: Run, batch: list[_Prepared]) -> None:
-    queue: asyncio.Queue[tuple[int, bool, Any]] = asyncio.Queue()
+    queue = Reports()
     locks: FileLocks = run.core.file_locks
     for prepared in batch:
         prepared.context = CallContext(
@@ -312,18 +310,14 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
     sequential = any(prepared.tool.sequential for prepared in batch)
     waiting = list(batch)
     tasks: dict[int, asyncio.Task[None]] = {}
-
-    def launch(count: int) -> None:
-        for prepared in waiting[:count]:
-            tasks[prepared.index] = asyncio.create_task(_invoke(run, prepared, queue))
-        del waiting[:count]
-
-    launch(1 if sequential else len(waiting))
+    _launch(run, queue, waiting, tasks, 1 if sequential else len(waiting))
     limit = run.settings.tools.max_result_chars
     watch = run.guard.watch
     try:
         while tasks and not run.signal.aborted:
-            index, done, value = await watch(queue.get())
+            if not queue:
+                await watch(queue.arrival())
+            index, done, value = queue.pop()
             prepared = by_index[index]
             if index not in tasks:
                 continue  # a late report of a call already answered
@@ -340,7 +334,7 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
             result = await label_result(run, prepared.call, prepared.tool, value, result)
             await _finish_call(run, prepared.call, cap(result, limit))
             if sequential and waiting and not run.signal.aborted:
-                launch(1)
+                _launch(run, queue, waiting, tasks, 1)
     except RunAborted:
         if not run.guard.aborted:
             raise
@@ -349,6 +343,19 @@ async def _execute(run: Run, batch: list[_Prepared]) -> None:
     for prepared in batch:
         if prepared.call.id not in run.batch_results:
             await _finish_call(run, prepared.call, ToolResult.error("Tool call aborted"))
+
+
+def _launch(
+    run: Run,
+    queue: Reports,
+    waiting: list[_Prepared],
+    tasks: dict[int, asyncio.Task[None]],
+    count: int,
+) -> None:
+    """Start the first ``count`` waiting calls, each in its own task."""
+    for prepared in waiting[:count]:
+        tasks[prepared.index] = asyncio.create_task(_invoke(run, prepared, queue))
+    del waiting[:count]
 
 
 async def _put_question(run: Run, call: ToolCall, asked: Asked) -> None:

@@ -17,6 +17,7 @@ from typing import Any, final, overload
 
 from ..estimate import RunningEstimate
 from ..invariants import is_sendable
+from ..messages import share_field_sets
 
 __all__ = ["Transcript"]
 
@@ -39,6 +40,7 @@ class Transcript:
 
     def append(self, message: Any) -> None:
         """Add ``message`` at the end."""
+        share_field_sets(message)
         self._items.append(message)
         self._tuple = None
         if not is_sendable(message):
@@ -48,6 +50,8 @@ class Transcript:
     def replace(self, messages: Iterable[Any]) -> None:
         """Make ``messages`` the whole transcript (compaction)."""
         items = list(messages)
+        for message in items:
+            share_field_sets(message)
         self._items = items
         self._tuple = None
         self._unsendable = len(items) - sum(map(is_sendable, items))

@@ -99,7 +99,12 @@ class ManifestPolicy:
             _check_known(granted, f"[plugins.{name}] capabilities", name)
             checked[normalise(name)] = granted
         removable = frozenset(normalise(name) for name in allow_unregister)
+        if not (checked or require_manifest or metadata or removable):
+            return _NO_RULES  # what most agents have: one object for all of them
         return cls(checked, require_manifest, metadata, removable)
+
+
+_NO_RULES: Final = ManifestPolicy()
 
 
 def metadata_manifests(

@@ -1,4 +1,4 @@
-"""Plugin loading: built-ins, installed entry points, in-process plugins; one manager each.
+"""Plugin loading: built-ins, installed entry points, in-process plugins, into one manager.
 
 Load order is deterministic: the built-ins (from the kernel's own list), then installed
 plugins of the ``mainspring`` entry-point group sorted by name, then ``plugins=`` in the
@@ -16,7 +16,9 @@ unregistered, and :attr:`PluginSet.infos` follows later registrations and unregi
 Loading is paid once per process: the entry-point scan is cached (rescanned when
 ``sys.path`` or one of its directories changes, or after :func:`rescan_installed_plugins`),
 imported plugin modules stay in ``sys.modules``, and what pluggy reads off a plugin
-module is remembered (see :class:`~mainspring.loading.plugin_set.KernelManager`).
+module is remembered (see :class:`~mainspring.loading.plugin_set.KernelManager`). Agents
+that load the same plugin objects share one read-only manager until one of them changes
+its plugins (see :mod:`~mainspring.loading.plugin_set`).
 """
 
 from __future__ import annotations
@@ -24,15 +26,16 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import logging
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ParamSpec
+from typing import TYPE_CHECKING, Any, NamedTuple, ParamSpec
 
 import pluggy
 
 from ..contract.errors import PluginLoadError
-from ..contract.plugin_info import PluginInfo
+from ..contract.plugin_info import PluginInfo, Source
 from ..logs import get_logger
 from .builtins import BUILTIN_PLUGINS
 from .capabilities import ManifestPolicy, check_manifest
@@ -47,7 +50,15 @@ from .controls import (
     required_problems,
 )
 from .installs import with_install_diagnosis
-from .plugin_set import KernelManager, PluginSet, disable_hint, hooks_of, required_hint, validate
+from .plugin_set import (
+    KernelManager,
+    PluginSet,
+    Registration,
+    disable_hint,
+    hooks_of,
+    required_hint,
+    validate,
+)
 from .scan import ENTRY_POINT_GROUP, Installed, rescan_installed_plugins
 from .scan import installed as _installed
 from .scan import manifests as _manifests
@@ -69,6 +80,22 @@ __all__ = [
 ]
 
 _log = get_logger(__name__)
+
+
+_NONE: frozenset[str] = frozenset()
+"""No names (each ``frozenset()`` call makes a new object)."""
+
+
+class _Loaded(NamedTuple):
+    """A plugin to register, and what its record and its load errors say of it."""
+
+    name: str
+    plugin: Any
+    source: Source
+    distribution: str | None = None
+    version: str | None = None
+    essential: bool = False
+    hint: str = "(a built-in plugin)"
 
 
 def _register(
@@ -219,7 +246,8 @@ def _warn(off: Sequence[DisabledPlugin], controls: PluginControls) -> None:
             distribution=item.distribution,
             reason=item.reason,
         )
-    if controls.autoload_off_by == OPTION_AUTOLOAD:
+    if controls.autoload_off_by == OPTION_AUTOLOAD and _log.isEnabledFor(logging.INFO):
+        # asked first: building thousands of agents this way should cost no log event
         _log.info("installed_plugins_not_loaded", reason=OPTION_AUTOLOAD)
 
 
@@ -307,21 +335,17 @@ def load_plugins(
     for eps in selected:
         if len(eps) > 1:
             raise _duplicate_error(eps)
-    must = frozenset(normalise(name) for name in required)
+    must = frozenset(normalise(name) for name in required) if required else _NONE
     policy = ManifestPolicy.build(
         grants or {}, require_manifest, _manifests() if selected else {}, allow_unregister
     )
     for [ep] in selected:
         hint = required_hint(ep.name) if normalise(ep.name) in must else disable_hint(ep.name)
         check_manifest(ep.name, policy.metadata.get(normalise(ep.name)), hint)
-    pm = KernelManager()
-    infos: list[PluginInfo] = []
+    loaded: list[_Loaded] = []
     for name, module_name, essential in builtins:
         module = importlib.import_module(module_name)
-        hooks = _register(pm, module, name, hint="(a built-in plugin)")
-        infos.append(
-            PluginInfo(name, "builtin", module, "mainspring", None, hooks, essential=essential)
-        )
+        loaded.append(_Loaded(name, module, "builtin", "mainspring", None, essential))
     for [ep] in selected:
         hint = required_hint(ep.name) if normalise(ep.name) in must else disable_hint(ep.name)
         plugin, dist_name, version = _load_entry_point(ep, hint)
@@ -333,11 +357,31 @@ def load_plugins(
                 declared=declared,
                 detail="the entry point's name is used; make PLUGIN_NAME the same",
             )
-        hooks = _register(pm, plugin, ep.name, hint=hint, distribution=dist_name, version=version)
-        infos.append(PluginInfo(ep.name, "entrypoint", plugin, dist_name, version, hooks))
+        loaded.append(_Loaded(ep.name, plugin, "entrypoint", dist_name, version, hint=hint))
     for name, plugin in named:
-        hooks = _register(pm, plugin, name, hint="(passed in plugins=)")
-        infos.append(PluginInfo(name, "inprocess", plugin, None, None, hooks))
-    plugin_set = PluginSet(pm, infos, tuple(off), must, policy)
+        loaded.append(_Loaded(name, plugin, "inprocess", hint="(passed in plugins=)"))
+    by_name = {item.name: item for item in loaded}
+
+    def register(pm: KernelManager, name: str, plugin: Any) -> tuple[str, ...]:
+        item = by_name[name]
+        if item.source != "entrypoint":
+            return _register(pm, plugin, name, hint=item.hint)
+        details = {"distribution": item.distribution, "version": item.version}
+        return _register(pm, plugin, name, hint=item.hint, **details)
+
+    registration = Registration.of(tuple((item.name, item.plugin) for item in loaded), register)
+    infos = [
+        PluginInfo(
+            item.name,
+            item.source,
+            item.plugin,
+            item.distribution,
+            item.version,
+            hooks,
+            essential=item.essential,
+        )
+        for item, hooks in zip(loaded, registration.hooks, strict=True)
+    ]
+    plugin_set = PluginSet(registration, infos, tuple(off), must, policy)
     plugin_set.check_manifests()
     return plugin_set

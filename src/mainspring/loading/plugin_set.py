@@ -5,6 +5,13 @@
 validated and listed, one unregistered leaves the list, a required plugin cannot be
 unregistered, and listeners hear of every change.
 
+Agents that load the same plugin objects under the same names in the same order share
+one read-only manager (a :class:`Registration`): thousands of agents with the built-ins
+hold one set of pluggy's hook callers and implementations, not one each. An agent gets a
+manager of its own, a copy, the first time anyone asks for it (``PluginSet.pm``, which
+every registration, unregistration and blocking goes through), so no change made to one
+agent is ever seen by another.
+
 Validation follows pluggy's own rules where they exist: an implementation of a hook
 this kernel does not know is refused unless it is marked ``optionalhook=True`` (a plugin
 written for a newer mainspring then loads, its unknown hooks ignored), as
@@ -33,6 +40,7 @@ from .controls import DisabledPlugin, normalise
 __all__ = [
     "KernelManager",
     "PluginSet",
+    "Registration",
     "disable_hint",
     "hooks_of",
     "required_hint",
@@ -46,39 +54,58 @@ _log = get_logger("mainspring.plugins")
 @final
 @dataclass(slots=True)
 class PluginSet:
-    """A plugin manager and what was loaded into it, in load order.
+    """An agent's plugin manager and what was loaded into it, in load order.
 
-    ``disabled`` lists the plugins the controls turned off, with the control that did;
-    ``required`` holds the normalised names of the plugins the agent must not run without;
-    ``policy`` the manifest rules every plugin is held to. When ``pm`` was built by
-    :func:`load_plugins`, ``infos`` follows it: a plugin registered later
-    (``pm.register``) is appended as ``inprocess`` once it passes the same validation and
-    manifest checks, one unregistered (:meth:`unregister`, ``pm.unregister``,
+    ``registration`` holds the plugins as loaded, in a manager other agents may share;
+    :attr:`pm` is this agent's own copy of it, made on first use. ``disabled`` lists the
+    plugins the controls turned off, with the control that did; ``required`` holds the
+    normalised names of the plugins the agent must not run without; ``policy`` the
+    manifest rules every plugin is held to. ``infos`` follows :attr:`pm`: a plugin
+    registered later (``pm.register``) is appended as ``inprocess`` once it passes the
+    same validation and manifest checks, one unregistered (:meth:`unregister`, ``pm.unregister``,
     ``pm.set_blocked``) is removed, and every listener added with :meth:`on_change` is
     called after each such change.
     """
 
-    pm: pluggy.PluginManager
+    registration: Registration
     infos: list[PluginInfo]
     disabled: tuple[DisabledPlugin, ...] = ()
     required: frozenset[str] = frozenset()
     policy: ManifestPolicy = field(default_factory=ManifestPolicy)
     _listeners: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False)
     _ceiling: frozenset[str] | None = field(default=None, init=False, repr=False)
+    _own: KernelManager | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        if isinstance(self.pm, KernelManager):
-            self.pm.owner = self
+    @property
+    def pm(self) -> pluggy.PluginManager:
+        """This agent's own plugin manager: registering, unregistering or blocking a
+        plugin on it changes this agent only.
+
+        Made on first use, a copy of the shared one with the same plugins in the same
+        order; from then on it is the manager the agent's hooks are read from.
+        """
+        own = self._own
+        if own is None:
+            own = self.registration.copy()
+            own.owner = self
+            self._own = own
+        return own
+
+    def manager(self) -> pluggy.PluginManager:
+        """The manager the agent's hooks are read from, for reading only: the shared one
+        until :attr:`pm` was asked for (asking for it here would copy it for nothing)."""
+        own = self._own
+        return self.registration.manager if own is None else own
 
     @property
     def fallbacks(self) -> frozenset[str]:
         """The essential built-ins, whose implementations run after every plugin's."""
-        return frozenset(info.name for info in self.infos if info.essential)
+        return _interned(frozenset(info.name for info in self.infos if info.essential))
 
     @property
     def builtins(self) -> frozenset[str]:
         """mainspring's own plugins (essential or not)."""
-        return frozenset(info.name for info in self.infos if info.source == "builtin")
+        return _interned(frozenset(info.name for info in self.infos if info.source == "builtin"))
 
     @property
     def granted(self) -> Mapping[str, frozenset[str] | None]:
@@ -103,7 +130,11 @@ class PluginSet:
     def _check_manifest(self, info: PluginInfo) -> PluginInfo:
         hint = self.fix_hint(info.name) if info.source == "entrypoint" else ""
         required = normalise(info.name) in self.required and info.source != "inprocess"
-        return apply_manifest(info, self.policy, required=required, hint=hint)
+        checked = apply_manifest(info, self.policy, required=required, hint=hint)
+        if checked.source != "builtin":
+            return checked
+        # a built-in's record is the same for every agent with the same grants: one copy
+        return _builtin_infos.setdefault(checked, checked)
 
     def with_tools(self, name: str, tools: tuple[str, ...]) -> None:
         """Record the tools plugin ``name`` contributed (its record is replaced, not changed)."""
@@ -129,13 +160,11 @@ class PluginSet:
         and :class:`~mainspring.PluginLoadError` if it is a required plugin or an essential
         built-in (the same holds for ``pm.unregister`` and ``pm.set_blocked``).
         """
-        plugin = self.pm.get_plugin(name)
+        plugin = self.manager().get_plugin(name)
         if plugin is None:
             raise KeyError(f"no plugin is registered as {name!r}")
         self._check_removable(name)
         self.pm.unregister(plugin, name)
-        if not isinstance(self.pm, KernelManager):
-            self._unregistered(plugin)
         return plugin
 
     def register_narrowed(self, plugin: object, name: str | None, ceiling: frozenset[str]) -> str:
@@ -238,6 +267,8 @@ class KernelManager(pluggy.PluginManager):
         super().__init__(PROJECT)
         self.add_hookspecs(hookspecs)
         self.owner: PluginSet | None = None
+        self.read_only = False
+        """Set once a :class:`Registration` shares it: every change is refused."""
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> _Opts:
         """pluggy's answer, remembered for module plugins (see the class docstring)."""
@@ -255,6 +286,7 @@ class KernelManager(pluggy.PluginManager):
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
         """Register ``plugin``; after loading, validate it and list it in the plugin set."""
+        self._refuse_if_read_only()
         registered = super().register(plugin, name)
         owner = self.owner
         if owner is not None and registered is not None:
@@ -268,6 +300,7 @@ class KernelManager(pluggy.PluginManager):
 
     def unregister(self, plugin: object | None = None, name: str | None = None) -> Any | None:
         """Unregister like pluggy; after loading, a required plugin is refused."""
+        self._refuse_if_read_only()
         owner = self.owner
         if owner is not None:
             target = name if name is not None or plugin is None else self.get_name(plugin)
@@ -277,6 +310,121 @@ class KernelManager(pluggy.PluginManager):
         if owner is not None and removed is not None:
             owner._unregistered(removed)
         return removed
+
+    def _refuse_if_read_only(self) -> None:
+        if self.read_only:
+            raise RuntimeError(
+                "this plugin manager is shared by agents and cannot change; change one "
+                "agent's plugins through agent.plugins.pm (its own manager)"
+            )
+
+
+_Key = tuple[tuple[str, int], ...]
+
+
+@final
+class Registration:
+    """Plugins registered, in order, into one read-only manager agents may share.
+
+    :meth:`of` returns the registration of the same plugin objects under the same names
+    in the same order if one is alive and still matches its plugins (none of the
+    attributes pluggy found hook implementations on was replaced, and no attribute was
+    added or removed since); otherwise it registers them into a new manager. ``hooks``
+    holds, for each plugin in order, the hooks it implements (:func:`hooks_of`).
+    """
+
+    __slots__ = ("__weakref__", "_marks", "hooks", "manager", "plugins")
+
+    def __init__(
+        self,
+        manager: KernelManager,
+        plugins: tuple[tuple[str, Any], ...],
+        hooks: tuple[tuple[str, ...], ...],
+    ) -> None:
+        self.manager = manager
+        self.plugins = plugins
+        self.hooks = hooks
+        self._marks = tuple(_marks(manager, plugin) for _, plugin in plugins)
+        manager.read_only = True
+
+    @classmethod
+    def of(
+        cls,
+        plugins: tuple[tuple[str, Any], ...],
+        register: Callable[[KernelManager, str, Any], tuple[str, ...]],
+    ) -> Registration:
+        """The registration of ``plugins`` (name, plugin object), shared if possible.
+
+        ``register(manager, name, plugin)`` registers one plugin into a new manager and
+        returns its hooks (raising :class:`~mainspring.PluginLoadError` to refuse it).
+        """
+        key: _Key = tuple((name, id(plugin)) for name, plugin in plugins)
+        known = _registrations.get(key)
+        if known is not None and known._current():
+            return known
+        manager = KernelManager()
+        hooks = tuple(register(manager, name, plugin) for name, plugin in plugins)
+        made = cls(manager, plugins, hooks)
+        # the registration holds its plugins, so no id in the key is reused while it lives
+        _registrations[key] = made
+        return made
+
+    def copy(self) -> KernelManager:
+        """A new, changeable manager with the same plugins registered in the same order."""
+        manager = KernelManager()
+        for name, plugin in self.plugins:
+            manager.register(plugin, name)
+        return manager
+
+    def _current(self) -> bool:
+        return all(
+            _marks_hold(plugin, marks)
+            for (_, plugin), marks in zip(self.plugins, self._marks, strict=True)
+        )
+
+
+_Marks = tuple[int, tuple[tuple[str, Any], ...]]
+
+
+def _marks(manager: KernelManager, plugin: Any) -> _Marks:
+    """How many attributes ``plugin`` has, and the hook implementations pluggy read off it."""
+    found = tuple(
+        (attribute, _unbound(getattr(plugin, attribute, None)))
+        for attribute in dir(plugin)
+        if manager.parse_hookimpl_opts(plugin, attribute) is not None
+    )
+    return _attribute_count(plugin), found
+
+
+def _marks_hold(plugin: Any, marks: _Marks) -> bool:
+    count, found = marks
+    return _attribute_count(plugin) == count and all(
+        _unbound(getattr(plugin, attribute, None)) is value for attribute, value in found
+    )
+
+
+def _attribute_count(plugin: Any) -> int:
+    attributes = getattr(plugin, "__dict__", None)
+    return len(attributes) if attributes is not None else -1
+
+
+def _unbound(value: Any) -> Any:
+    """A bound method's function (each attribute read makes a new bound method)."""
+    return getattr(value, "__func__", value)
+
+
+_registrations: weakref.WeakValueDictionary[_Key, Registration] = weakref.WeakValueDictionary()
+"""The live registrations by their plugins' names and ids, in order."""
+
+_names: dict[frozenset[str], frozenset[str]] = {}
+"""The built-in and fallback name sets, one object each (a bounded set of subsets)."""
+
+_builtin_infos: dict[PluginInfo, PluginInfo] = {}
+"""Built-ins' checked records, one object each (built-ins times the grants in use)."""
+
+
+def _interned(names: frozenset[str]) -> frozenset[str]:
+    return _names.setdefault(names, names)
 
 
 def hooks_of(pm: pluggy.PluginManager, plugin: Any) -> tuple[str, ...]:

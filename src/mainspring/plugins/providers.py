@@ -19,7 +19,6 @@ built (its ``aclose()``: the HTTP providers' pooled connections), none that was 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from functools import partial
 from pathlib import Path
 from typing import Any, final
 
@@ -37,17 +36,19 @@ CONFIGURABLE_PROVIDERS = ("openai", "anthropic", "local")
 
 @final
 class LazyProvider:
-    """A provider named ``name`` that ``build()`` makes on first use (see the module).
+    """A provider named ``name`` that ``build(*arguments)`` makes on first use (see the
+    module).
 
     ``stream`` and every attribute but ``name`` are the built provider's. A ``build``
     that raises raises again on the next use.
     """
 
-    __slots__ = ("_build", "_built", "name")
+    __slots__ = ("_arguments", "_build", "_built", "name")
 
-    def __init__(self, name: str, build: Callable[[], Any]) -> None:
+    def __init__(self, name: str, build: Callable[..., Any], *arguments: Any) -> None:
         self.name = name
         self._build = build
+        self._arguments = arguments
         self._built: Any = None
 
     @property
@@ -55,7 +56,7 @@ class LazyProvider:
         """The provider itself, built now if it was not yet."""
         built = self._built
         if built is None:
-            built = self._built = self._build()
+            built = self._built = self._build(*self._arguments)
         return built
 
     @property
@@ -106,22 +107,22 @@ def _faux() -> Any:
     return FauxProvider()
 
 
-def _openai(options: dict[str, Any]) -> Any:
+def _openai(settings: Any) -> Any:
     from ..providers.openai import OpenAIProvider
 
-    return OpenAIProvider(**options)
+    return OpenAIProvider(**_http_options(settings, "openai"))
 
 
-def _anthropic(options: dict[str, Any]) -> Any:
+def _anthropic(settings: Any) -> Any:
     from ..providers.anthropic import AnthropicProvider
 
-    return AnthropicProvider(**options)
+    return AnthropicProvider(**_http_options(settings, "anthropic"))
 
 
-def _local(options: dict[str, Any]) -> Any:
+def _local(settings: Any) -> Any:
     from ..providers.local import LocalProvider
 
-    return LocalProvider(**options)
+    return LocalProvider(**local_options(settings))
 
 
 @hookimpl(trylast=True)
@@ -129,26 +130,35 @@ def register_providers(agent: Any) -> list[Any]:
     """The bundled providers, each built on first use (later plugins may replace any of
     them by name)."""
     settings = agent.settings
-    providers = [
-        LazyProvider("faux", _faux),
-        LazyProvider("openai", partial(_openai, _http_options(settings, "openai"))),
-        LazyProvider("anthropic", partial(_anthropic, _http_options(settings, "anthropic"))),
-        LazyProvider("local", partial(_local, local_options(settings))),
-    ]
-    agent.on_close(partial(_close_all, providers))
+    local_options(settings)  # checked now; the options are read again (settings are frozen)
+    providers = _Bundled(
+        (
+            LazyProvider("faux", _faux),
+            LazyProvider("openai", _openai, settings),
+            LazyProvider("anthropic", _anthropic, settings),
+            LazyProvider("local", _local, settings),
+        )
+    )
+    agent.on_close(providers.aclose)
     return providers
 
 
-async def _close_all(providers: list[LazyProvider]) -> None:
-    """Close every provider in ``providers``, even when one raises (the first is re-raised)."""
-    failure: Exception | None = None
-    for provider in providers:
-        try:
-            await provider.aclose()
-        except Exception as error:
-            failure = failure or error
-    if failure is not None:
-        raise failure
+@final
+class _Bundled(list[LazyProvider]):
+    """One agent's bundled providers (a list, as the hook returns)."""
+
+    __slots__ = ()
+
+    async def aclose(self) -> None:
+        """Close every provider, even when one raises (the first is re-raised)."""
+        failure: Exception | None = None
+        for provider in self:
+            try:
+                await provider.aclose()
+            except Exception as error:
+                failure = failure or error
+        if failure is not None:
+            raise failure
 
 
 _LOCAL_OPTIONS = frozenset(
