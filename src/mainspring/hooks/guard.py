@@ -86,7 +86,8 @@ class Guard:
         finished, value = self.step(awaitable)
         if finished:
             return value
-        return (yield from self.follow(value, owner, timeout_s))
+        steps, yielded = value  # as follow() does, without one more frame per wait
+        return (yield from _Watch(self, steps, owner, timeout_s).drive(yielded))
 
     @staticmethod
     def step(awaitable: Awaitable[Any]) -> tuple[bool, Any]:

@@ -41,6 +41,7 @@ __all__ = [
     "Calls",
     "HookRelay",
     "Implementation",
+    "calls_of",
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -215,18 +216,19 @@ def compile_implementation(
 _shared: dict[tuple[Any, ...], Implementation] = {}
 """Built-in implementations compiled once per process (see :func:`_builtin_implementation`)."""
 
-_shared_plans: dict[tuple[Implementation, ...], tuple[tuple[Implementation, ...], Calls]] = {}
-"""Plans made of shared built-in implementations only, and their :class:`Calls`: one
-object per distinct plan in the process (agents with the built-ins alone share them)."""
+_shared_plans: dict[tuple[Implementation, ...], Calls] = {}
+"""The :class:`Calls` of plans made of shared built-in implementations only: one object
+per distinct plan in the process (agents with the built-ins alone share them)."""
 
 
-def _interned(plan: tuple[Implementation, ...]) -> tuple[tuple[Implementation, ...], Calls]:
-    """``plan`` and its :class:`Calls`, shared process-wide when every implementation in
-    it is a shared built-in one (a bounded set of plans)."""
+def calls_of(plan: tuple[Implementation, ...]) -> Calls:
+    """``plan`` (any tuple of implementations) as :class:`Calls`, one object shared
+    process-wide when every implementation in it is a shared built-in one (a bounded set
+    of plans): agents with the built-ins alone keep no plan of their own."""
     known = _shared_plans.get(plan)
     if known is not None:
         return known
-    made = (plan, Calls.of(plan))
+    made = Calls.of(plan)
     shared = set(map(id, _shared.values()))
     if all(id(impl) in shared for impl in plan):
         _shared_plans[plan] = made
@@ -270,7 +272,6 @@ class HookRelay:
 
     __slots__ = (
         "_builtins",
-        "_calls",
         "_fallbacks",
         "_granted",
         "_plans",
@@ -295,8 +296,7 @@ class HookRelay:
         self._fallbacks = fallbacks
         self._builtins = builtins if fallbacks <= builtins else builtins | fallbacks
         self._granted: Mapping[str, frozenset[str] | None] = granted if granted is not None else {}
-        self._plans: dict[str, tuple[Implementation, ...]] = {}
-        self._calls: dict[str, Calls] = {}
+        self._plans: dict[str, Calls] = {}
         self._takes: dict[tuple[str, str], bool] = {}
         self.version = 0
         """Increases at every :meth:`invalidate`: a plan built from an older one is stale."""
@@ -304,28 +304,19 @@ class HookRelay:
     def invalidate(self) -> None:
         """Forget the compiled plans (``version`` changes, so users of a plan rebuild)."""
         self._plans.clear()
-        self._calls.clear()
         self._takes.clear()
         self.version += 1
 
     def plan(self, hook: str) -> tuple[Implementation, ...]:
         """The implementations of ``hook`` in call order, compiled (cached)."""
-        cached = self._plans.get(hook)
-        if cached is None:
-            cached = self._learn(hook)[0]
-        return cached
+        return self.calls(hook).plan
 
     def calls(self, hook: str) -> Calls:
-        """``hook``'s plan as :class:`Calls` (cached with the plan)."""
-        known = self._calls.get(hook)
+        """``hook``'s plan as :class:`Calls` (compiled once, cached)."""
+        known = self._plans.get(hook)
         if known is None:
-            known = self._learn(hook)[1]
+            known = self._plans[hook] = calls_of(self._compile(hook))
         return known
-
-    def _learn(self, hook: str) -> tuple[tuple[Implementation, ...], Calls]:
-        plan, calls = _interned(self._compile(hook))
-        self._plans[hook], self._calls[hook] = plan, calls
-        return plan, calls
 
     def takes(self, hook: str, argument: str) -> bool:
         """Whether some implementation of ``hook`` takes the spec argument ``argument``

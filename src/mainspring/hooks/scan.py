@@ -43,20 +43,21 @@ _scanners: dict[Shape, Scanner] = {}
 
 
 @final
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Steps:
     """Functions to call in order with one argument tuple (see the module).
 
     ``functions[i]`` is called with ``args[p] for p in shape[i]`` (or with ``args`` when
     ``shape[i]`` is ``None``); ``whole`` is the generated scanner of every step, ``parts``
-    the scanners of the parts scanned so far (with their functions).
+    the scanners of the parts scanned so far, with their functions (the one field that
+    changes: made on the first part).
     """
 
     functions: tuple[Callable[..., Any], ...]
     shape: Shape
     whole: Scanner
-    parts: dict[tuple[int, int], tuple[Scanner, tuple[Callable[..., Any], ...]]] = field(
-        default_factory=dict, repr=False
+    parts: dict[tuple[int, int], tuple[Scanner, tuple[Callable[..., Any], ...]]] | None = field(
+        default=None, repr=False
     )
 
     @classmethod
@@ -80,9 +81,13 @@ def scan(
     functions = steps.functions
     if start == 0 and end == len(functions):
         return steps.whole(functions, args, quiet)
-    part = steps.parts.get((start, end))
+    parts = steps.parts
+    if parts is None:  # made on the first part (most steps are only scanned whole)
+        parts = {}
+        steps.parts = parts
+    part = parts.get((start, end))
     if part is None:
-        part = steps.parts[start, end] = (scanner(steps.shape[start:end]), functions[start:end])
+        part = parts[start, end] = (scanner(steps.shape[start:end]), functions[start:end])
     position, result, raised = part[0](part[1], args, quiet)
     return start + position, result, raised
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from ..contract.errors import HookError, HookTimeoutError, StopRun
 from ..hooks.failures import failure_of, passes_through
-from ..hooks.plan import HookRelay, Implementation
+from ..hooks.plan import HookRelay, Implementation, calls_of
 from ..hooks.scan import Steps, scan
 from ..logs import get_logger
 from ..signal import RunAborted
@@ -118,17 +118,22 @@ class Delivery:
         if listeners is self._listeners and relay.version == self._version:
             return self._plan
         agent = self.agent
-        first = () if self.recorder is None else (self.recorder,)
-        owners: list[Any] = [*first, *listeners]
-        steps: list[tuple[Callable[..., Any], tuple[int, ...] | None]] = [
-            (listener, _SUBSCRIBER) for listener in owners
-        ]
-        for impl in relay.plan("on_event"):
-            if impl.wanted is None or impl.wanted(agent):
-                owners.append(impl)
-                steps.append(impl.step)
+        observers = tuple(
+            impl for impl in relay.plan("on_event") if impl.wanted is None or impl.wanted(agent)
+        )
         self._listeners, self._version = listeners, relay.version
-        self._plan = (Steps.of(steps), tuple(owners))
+        if self.recorder is None and not listeners:
+            # observers alone: the built-ins' plan is one object every run shares
+            compiled = calls_of(observers)
+            self._plan = (compiled.steps, compiled.plan)
+            return self._plan
+        first = () if self.recorder is None else (self.recorder,)
+        owners: tuple[Any, ...] = (*first, *listeners, *observers)
+        steps: list[tuple[Callable[..., Any], tuple[int, ...] | None]] = [
+            (listener, _SUBSCRIBER) for listener in (*first, *listeners)
+        ]
+        steps.extend(impl.step for impl in observers)
+        self._plan = (Steps.of(steps), owners)
         return self._plan
 
     def deliver(self, event: Any, listeners: tuple[Any, ...]) -> Awaitable[None] | None:
