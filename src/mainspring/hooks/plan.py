@@ -104,6 +104,8 @@ class Calls:
     steps: Steps
     loop_until: tuple[int, ...]
     plugins: int
+    taken: frozenset[str]
+    """Every spec argument some implementation takes."""
 
     @classmethod
     def of(cls, plan: tuple[Implementation, ...]) -> Calls:
@@ -115,7 +117,8 @@ class Calls:
             until[position] = end
         steps = Steps.of([impl.step for impl in plan])
         plugins = sum(not impl.trusted for impl in plan)
-        return cls(plan, steps, tuple(until), plugins)
+        taken = frozenset(name for impl in plan for name in (*impl.argnames, *impl.kwargnames))
+        return cls(plan, steps, tuple(until), plugins, taken)
 
 
 # -- the specialisations ------------------------------------------------------------------
@@ -276,7 +279,6 @@ class HookRelay:
         "_granted",
         "_plans",
         "_pm",
-        "_takes",
         "_view_of",
         "version",
     )
@@ -297,14 +299,12 @@ class HookRelay:
         self._builtins = builtins if fallbacks <= builtins else builtins | fallbacks
         self._granted: Mapping[str, frozenset[str] | None] = granted if granted is not None else {}
         self._plans: dict[str, Calls] = {}
-        self._takes: dict[tuple[str, str], bool] = {}
         self.version = 0
         """Increases at every :meth:`invalidate`: a plan built from an older one is stale."""
 
     def invalidate(self) -> None:
         """Forget the compiled plans (``version`` changes, so users of a plan rebuild)."""
         self._plans.clear()
-        self._takes.clear()
         self.version += 1
 
     def plan(self, hook: str) -> tuple[Implementation, ...]:
@@ -321,13 +321,7 @@ class HookRelay:
     def takes(self, hook: str, argument: str) -> bool:
         """Whether some implementation of ``hook`` takes the spec argument ``argument``
         (so the kernel computes an optional argument only when it is asked for)."""
-        key = (hook, argument)
-        known = self._takes.get(key)
-        if known is None:
-            known = self._takes[key] = any(
-                argument in impl.argnames or argument in impl.kwargnames for impl in self.plan(hook)
-            )
-        return known
+        return argument in self.calls(hook).taken
 
     def has(self, hook: str) -> bool:
         """Whether any plugin implements ``hook``."""
