@@ -120,6 +120,21 @@ def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.setenv("MAINSPRING_DATA_DIR", str(tmp_path_factory.mktemp("data")))
 
 
+PLUGIN_CONTROLS = (
+    "MAINSPRING_PLUGINS",
+    "MAINSPRING_DISABLE_PLUGINS",
+    "MAINSPRING_DISABLE_PLUGIN_AUTOLOAD",
+)
+"""The environment variables that choose which plugins load (see docs/plugins.md)."""
+
+
+@pytest.fixture(autouse=True)
+def _plugin_controls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no plugin controls from the environment it runs in."""
+    for name in PLUGIN_CONTROLS:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(autouse=True)
 def _api_keys() -> Iterator[None]:
     """Each test reads API keys afresh: none taken by an earlier test is kept."""

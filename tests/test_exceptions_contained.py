@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mainspring import Agent, Tool, ToolResult, hookimpl, tool
+from mainspring import Agent, Tool, ToolResult, hookimpl, nonblocking, tool
 from mainspring.events import AgentEnd, HookErrorEvent, ToolDecision, ToolExecutionEnd
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 
@@ -66,8 +66,11 @@ async def test_a_tool_raising_a_base_exception_gets_an_error_result(
     assert agent.state.messages[-1].text == "handled"
 
 
+@pytest.mark.parametrize("place", ["in a worker thread", "on the loop"])
 @pytest.mark.parametrize("kind", [Custom, GeneratorExit], ids=["custom", "GeneratorExit"])
-async def test_a_gate_raising_a_base_exception_blocks_the_call(kind: type[BaseException]) -> None:
+async def test_a_gate_raising_a_base_exception_blocks_the_call(
+    kind: type[BaseException], place: str
+) -> None:
     ran: list[str] = []
 
     @tool
@@ -83,6 +86,8 @@ async def test_a_gate_raising_a_base_exception_blocks_the_call(kind: type[BaseEx
         def before_tool_call(self, call: Any) -> None:
             raise kind("from the gate")
 
+    if place == "on the loop":
+        Gate.before_tool_call = hookimpl(nonblocking(Gate.before_tool_call))  # type: ignore[method-assign]
     steps = [faux.tool_call("guarded", {"text": "x"}, id="c1"), faux.text("done")]
     agent, recorder = make_agent(steps, tools=[guarded], plugins=[Gate()])
 

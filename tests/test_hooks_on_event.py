@@ -180,8 +180,11 @@ async def test_the_run_waits_for_an_async_observer() -> None:
 # -- failure: a run failure -------------------------------------------------------------
 
 
+@pytest.mark.parametrize("error", [ConnectionError, GeneratorExit])
 @pytest.mark.parametrize("kind", ["sync", "async"])
-async def test_a_raising_observer_fails_the_run_naming_the_plugin(kind: str) -> None:
+async def test_a_raising_observer_fails_the_run_naming_the_plugin(
+    kind: str, error: type[BaseException]
+) -> None:
     if kind == "sync":
 
         class Broken:
@@ -190,7 +193,7 @@ async def test_a_raising_observer_fails_the_run_naming_the_plugin(kind: str) -> 
             @hookimpl
             def on_event(self, event):
                 if event.type == "tool_execution_start":
-                    raise ConnectionError("statsd down")
+                    raise error("statsd down")
 
     else:
 
@@ -200,7 +203,7 @@ async def test_a_raising_observer_fails_the_run_naming_the_plugin(kind: str) -> 
             @hookimpl
             async def on_event(self, event):
                 if event.type == "tool_execution_start":
-                    raise ConnectionError("statsd down")
+                    raise error("statsd down")
 
     agent, recorder, provider = await run_agent([Broken()], TOOL_RUN)
 

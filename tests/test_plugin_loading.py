@@ -13,7 +13,6 @@ the essential ones cannot.
 from __future__ import annotations
 
 import types
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,18 +22,6 @@ from mainspring.contract import hookspecs
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
 
 ESSENTIAL = {"convert_to_llm", "token_estimate", "fallback_compaction"}
-ENV_VARS = (
-    "MAINSPRING_PLUGINS",
-    "MAINSPRING_DISABLE_PLUGINS",
-    "MAINSPRING_DISABLE_PLUGIN_AUTOLOAD",
-)
-
-
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for var in ENV_VARS:
-        monkeypatch.delenv(var, raising=False)
-    yield
 
 
 def build(plugins: list[Any] = (), **kwargs: Any) -> Agent:  # type: ignore[assignment]

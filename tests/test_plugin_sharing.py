@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,19 +21,6 @@ import pytest
 from mainspring import Agent, Block, Settings, hookimpl, tool
 from mainspring.events import ToolDecision
 from mainspring.testing import EventRecorder, FauxProvider, check_event_grammar, faux
-
-ENV_VARS = (
-    "MAINSPRING_PLUGINS",
-    "MAINSPRING_DISABLE_PLUGINS",
-    "MAINSPRING_DISABLE_PLUGIN_AUTOLOAD",
-)
-
-
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for var in ENV_VARS:
-        monkeypatch.delenv(var, raising=False)
-    yield
 
 
 @tool
