@@ -129,3 +129,38 @@ async def test_the_tools_deadline_runs_again_once_answered() -> None:
     )  # fmt: skip
     text, _ = await run(SlowPerson(delay_s=0.0), tools=[hanging])
     assert "timed out after 0.3 s" in text
+
+
+async def test_an_abort_ends_a_call_whose_question_holds_its_deadline() -> None:
+    """The held deadline does not hold an abort: a person who never answers, then an
+    abort, and the call and the run end at once."""
+    never = asyncio.Event()
+
+    class Silent:
+        CAPABILITIES = ("approve",)
+        PLUGIN_NAME = "silent-person"
+
+        @hookimpl
+        async def request_approval(self, requests: Any) -> dict[str, Approval]:
+            await never.wait()
+            return {}
+
+    held = Tool(
+        name="deploy", description="Deploy.", parameters={"type": "object"}, execute=deploy,
+        timeout_s=0.3,
+    )  # fmt: skip
+    provider = FauxProvider([faux.tool_call("deploy", {}), faux.text("ok")])
+    agent = Agent(
+        model="faux:test", provider=provider, tools=[held], plugins=[Silent()], autoload=False
+    )
+    recorder = EventRecorder()
+    agent.subscribe(recorder)
+    agent.subscribe(
+        lambda event, signal: agent.abort() if event.type == "tool_approval_request" else None
+    )
+    await asyncio.wait_for(agent.prompt("go"), 10)
+
+    check_event_grammar(recorder.events)
+    assert recorder.of_type("agent_end")[0].reason == "aborted"
+    (result,) = recorder.messages("tool_result")
+    assert "timed out" not in result.text
