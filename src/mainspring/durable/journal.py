@@ -240,6 +240,12 @@ class Journal:
         self._insert = sqlite_insert if self.sqlite else postgresql_insert
         try:
             with self.engine.begin() as connection:
+                if self.sqlite:
+                    # the write lock first (waiting out another process's, within the
+                    # busy timeout): a check that reads, then a creation that writes,
+                    # would fail at once with "database is locked" if another process
+                    # wrote in between (a worker and a submit starting together)
+                    connection.exec_driver_sql("BEGIN IMMEDIATE")
                 _METADATA.create_all(connection, checkfirst=True)
         except sa.exc.DBAPIError:
             # another process created the table between the check and the creation
